@@ -1,0 +1,47 @@
+// Executor: the variation point between backends (cpu reference, cuda). It owns the model weights
+// and the KV cache on its device and runs one ForwardBatch at a time. One thread (the engine's)
+// calls it; it is not thread-safe.
+//
+// Order within a step, as the engine issues it: swap_in / swap_out / copy_blocks first, then
+// execute. Logits come back on the host as [logits_rows.size(), vocab_size] fp32.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/forward_batch.h"
+#include "base/status.h"
+
+namespace folio {
+
+struct KvCacheShape {
+  int num_layers = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 16;
+  int num_blocks = 0;       // device blocks
+  int num_swap_blocks = 0;  // host swap pool blocks
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  virtual std::string device_name() const = 0;
+  virtual int vocab_size() const = 0;
+  virtual const KvCacheShape& kv_shape() const = 0;
+
+  // Runs the model over the batch, writing the step's K/V into the cache, and returns the logits
+  // of batch.logits_rows.
+  virtual Status execute(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+
+  // Copies whole blocks within the device cache (copy-on-write), all layers, in one operation.
+  virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
+  // Device block src -> host swap block dst.
+  virtual void swap_out(std::span<const BlockCopy> copies) = 0;
+  // Host swap block src -> device block dst.
+  virtual void swap_in(std::span<const BlockCopy> copies) = 0;
+};
+
+}  // namespace folio

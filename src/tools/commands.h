@@ -1,0 +1,11 @@
+// Each subcommand of the folio executable registers itself on the CLI11 app. The callback runs
+// the command and stores its exit code in `exit_code` (0 ok, 1 runtime failure, 2 bad input).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace folio::tools {
+
+void register_generate(CLI::App& app, int& exit_code);
+
+}  // namespace folio::tools
