@@ -1,0 +1,157 @@
+#include "sample/row_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/check.h"
+
+namespace folio {
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+float row_max(std::span<const float> row) {
+  float m = kNegInf;
+  for (float x : row) m = x > m ? x : m;  // NaN never wins a comparison
+  return m;
+}
+}  // namespace
+
+RowSampler::RowSampler(int vocab_size)
+    : ids_(static_cast<size_t>(vocab_size)),
+      w_(static_cast<size_t>(vocab_size)),
+      scratch_(static_cast<size_t>(vocab_size)) {
+  FOLIO_CHECK(vocab_size > 0);
+}
+
+int32_t RowSampler::greedy(std::span<const float> row) {
+  FOLIO_CHECK(!row.empty());
+  int32_t best = 0;
+  float best_v = kNegInf;
+  bool found = false;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (row[i] > best_v || (!found && row[i] == best_v)) {  // strict >: lowest id on ties
+      best_v = row[i];
+      best = static_cast<int32_t>(i);
+      found = true;
+    }
+  }
+  return best;
+}
+
+int32_t RowSampler::sample(std::span<const float> row, const FilterParams& filters,
+                           const RngStream& rng, uint32_t step) {
+  const int vocab = static_cast<int>(row.size());
+  FOLIO_CHECK(vocab == static_cast<int>(w_.size()), "row size differs from the vocabulary");
+  num_ids_ = 0;
+  const float m = row_max(row);
+  if (!(m > kNegInf) || !std::isfinite(m)) return greedy(row);  // nothing to draw from
+  const bool top_k_on = filters.top_k > 0 && filters.top_k < vocab;
+  const bool top_p_on = filters.top_p < 1.0f;
+  const bool min_p_on = filters.min_p > 0.0f;
+  if (!top_k_on && !top_p_on && !min_p_on) return race_all(row, m, rng, step);
+
+  if (top_k_on) {
+    filter_top_k(row, filters.top_k);
+    for (size_t j = 0; j < num_ids_; ++j) w_[ids_[j]] = std::exp(row[ids_[j]] - m);
+  } else {
+    // Every token with w > 0 (a w == 0 token can never win the race). When top-p is off, min-p
+    // is a ratio filter that can run in this same pass.
+    const float floor = top_p_on ? 0.0f : filters.min_p;
+    for (int32_t i = 0; i < vocab; ++i) {
+      const float w = std::exp(row[i] - m);
+      if (w > 0.0f && w >= floor) {
+        w_[i] = w;
+        ids_[num_ids_++] = i;
+      }
+    }
+  }
+  if (top_p_on) filter_top_p(filters.top_p);
+  if (min_p_on) filter_min_p(filters.min_p);
+  return race_candidates(rng, step);
+}
+
+void RowSampler::filter_top_k(std::span<const float> row, int k) {
+  // The k-th largest value by selection on a NaN-free copy (O(vocab), no sort).
+  for (size_t i = 0; i < row.size(); ++i) scratch_[i] = std::isnan(row[i]) ? kNegInf : row[i];
+  std::nth_element(scratch_.begin(), scratch_.begin() + (k - 1), scratch_.end(),
+                   std::greater<float>());
+  const float threshold = scratch_[k - 1];
+  num_ids_ = 0;
+  for (size_t i = 0; i < row.size(); ++i)
+    if (row[i] >= threshold) ids_[num_ids_++] = static_cast<int32_t>(i);
+}
+
+void RowSampler::filter_top_p(float top_p) {
+  double total = 0.0;
+  for (size_t j = 0; j < num_ids_; ++j) total += w_[ids_[j]];
+  const double target = static_cast<double>(top_p) * total;
+  auto before = [this](int32_t a, int32_t b) { return w_[a] > w_[b] || (w_[a] == w_[b] && a < b); };
+  auto first = ids_.begin();
+  const size_t n = num_ids_;
+  size_t sorted = 0, kept = 0, chunk = 64;
+  double mass = 0.0;  // of the kept tokens, i.e. of those ranked before ids_[kept]
+  while (kept < n) {
+    if (kept == sorted) {  // sort the next best chunk only
+      const size_t end = std::min(n, sorted + chunk);
+      if (end < n) std::nth_element(first + sorted, first + end, first + n, before);
+      std::sort(first + sorted, first + end, before);
+      sorted = end;
+      chunk *= 2;
+    }
+    if (kept > 0 && mass >= target) break;
+    mass += w_[ids_[kept]];
+    ++kept;
+  }
+  num_ids_ = kept;
+}
+
+void RowSampler::filter_min_p(float min_p) {
+  size_t out = 0;
+  for (size_t j = 0; j < num_ids_; ++j)
+    if (w_[ids_[j]] >= min_p) ids_[out++] = ids_[j];
+  num_ids_ = out;
+}
+
+int32_t RowSampler::race_all(std::span<const float> row, float m, const RngStream& rng,
+                             uint32_t step) const {
+  const uint32_t vocab = static_cast<uint32_t>(row.size());
+  int32_t best = -1;
+  float best_key = -1.0f;
+  float e[4];
+  for (uint32_t base = 0; base < vocab; base += 4) {
+    rng.exponential4(step, base >> 2, e);
+    const uint32_t lanes = std::min(4u, vocab - base);
+    for (uint32_t lane = 0; lane < lanes; ++lane) {
+      const float w = std::exp(row[base + lane] - m);
+      if (!(w > 0.0f)) continue;
+      const float key = w / e[lane];
+      if (key > best_key) {  // ascending ids + strict >: lowest id on ties
+        best_key = key;
+        best = static_cast<int32_t>(base + lane);
+      }
+    }
+  }
+  FOLIO_CHECK(best >= 0);
+  return best;
+}
+
+int32_t RowSampler::race_candidates(const RngStream& rng, uint32_t step) const {
+  FOLIO_CHECK(num_ids_ > 0, "filters removed every token");
+  int32_t best = -1;
+  float best_key = -1.0f;
+  for (size_t j = 0; j < num_ids_; ++j) {
+    const int32_t id = ids_[j];
+    if (!(w_[id] > 0.0f)) continue;
+    const float key = w_[id] / rng.exponential(step, static_cast<uint32_t>(id));
+    if (key > best_key || (key == best_key && id < best)) {
+      best_key = key;
+      best = id;
+    }
+  }
+  FOLIO_CHECK(best >= 0);
+  return best;
+}
+
+}  // namespace folio
