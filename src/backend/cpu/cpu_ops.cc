@@ -1,0 +1,140 @@
+#include "backend/cpu/cpu_ops.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace folio::cpu {
+
+void matmul_nt(const float* x, const float* w, float* y, int m, int n, int k) {
+  if (m == 0 || n == 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n);
+}
+
+namespace {
+// Accumulates in double: the reference should not be the source of error.
+inline void rms_norm_row(const float* x, const float* weight, float* y, int dim, float eps) {
+  double ss = 0;
+  for (int i = 0; i < dim; ++i) ss += static_cast<double>(x[i]) * x[i];
+  float inv = static_cast<float>(1.0 / std::sqrt(ss / dim + eps));
+  for (int i = 0; i < dim; ++i) y[i] = x[i] * inv * weight[i];
+}
+}  // namespace
+
+void rms_norm(const float* x, const float* weight, float* y, int rows, int dim, float eps) {
+#pragma omp parallel for if (rows > 4)
+  for (int r = 0; r < rows; ++r)
+    rms_norm_row(x + static_cast<size_t>(r) * dim, weight, y + static_cast<size_t>(r) * dim, dim,
+                 eps);
+}
+
+void add_rms_norm(float* residual, const float* x, const float* weight, float* y, int rows,
+                  int dim, float eps) {
+#pragma omp parallel for if (rows > 4)
+  for (int r = 0; r < rows; ++r) {
+    float* res = residual + static_cast<size_t>(r) * dim;
+    const float* xr = x + static_cast<size_t>(r) * dim;
+    for (int i = 0; i < dim; ++i) res[i] += xr[i];
+    rms_norm_row(res, weight, y + static_cast<size_t>(r) * dim, dim, eps);
+  }
+}
+
+void apply_rope(float* x, const int32_t* positions, int num_tokens, int num_heads, int head_dim,
+                std::span<const double> inv_freq) {
+  const int half = head_dim / 2;
+#pragma omp parallel for if (num_tokens > 4)
+  for (int t = 0; t < num_tokens; ++t) {
+    std::vector<float> cos_v(half), sin_v(half);
+    for (int i = 0; i < half; ++i) {
+      double angle = positions[t] * inv_freq[i];
+      cos_v[i] = static_cast<float>(std::cos(angle));
+      sin_v[i] = static_cast<float>(std::sin(angle));
+    }
+    for (int h = 0; h < num_heads; ++h) {
+      float* v = x + (static_cast<size_t>(t) * num_heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        float a = v[i], b = v[i + half];
+        v[i] = a * cos_v[i] - b * sin_v[i];
+        v[i + half] = b * cos_v[i] + a * sin_v[i];
+      }
+    }
+  }
+}
+
+void silu_and_mul(const float* gate_up, float* out, int rows, int inter) {
+#pragma omp parallel for if (rows > 4)
+  for (int r = 0; r < rows; ++r) {
+    const float* g = gate_up + static_cast<size_t>(r) * 2 * inter;
+    const float* u = g + inter;
+    float* o = out + static_cast<size_t>(r) * inter;
+    for (int i = 0; i < inter; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+}
+
+void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping,
+                       int num_tokens, int kv_width, float* k_cache, float* v_cache) {
+  for (int t = 0; t < num_tokens; ++t) {
+    int64_t slot = slot_mapping[t];
+    if (slot < 0) continue;
+    std::memcpy(k_cache + slot * kv_width, k + static_cast<size_t>(t) * kv_width,
+                sizeof(float) * kv_width);
+    std::memcpy(v_cache + slot * kv_width, v + static_cast<size_t>(t) * kv_width,
+                sizeof(float) * kv_width);
+  }
+}
+
+void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k_cache,
+                     const float* v_cache, float* out) {
+  const int num_tokens = a.query_start[a.num_seqs];
+  const int group = a.num_heads / a.num_kv_heads;
+  const int kv_width = a.num_kv_heads * a.head_dim;
+  // Map each token to its sequence once; then (token, head) pairs are independent work items.
+  std::vector<int> seq_of(num_tokens);
+  for (int s = 0; s < a.num_seqs; ++s)
+    for (int i = a.query_start[s]; i < a.query_start[s + 1]; ++i) seq_of[i] = s;
+#pragma omp parallel for collapse(2) schedule(dynamic, 4)
+  for (int t = 0; t < num_tokens; ++t) {
+    for (int h = 0; h < a.num_heads; ++h) {
+      const int s = seq_of[t];
+      const int q_len = a.query_start[s + 1] - a.query_start[s];
+      const int pos = a.context_lens[s] - q_len + (t - a.query_start[s]);
+      const int kv_head = h / group;
+      const int32_t* table = a.block_table + a.block_table_start[s];
+      const float* qv = q + (static_cast<size_t>(t) * a.num_heads + h) * a.head_dim;
+      std::vector<float> scores(pos + 1);
+      float max_score = -INFINITY;
+      for (int j = 0; j <= pos; ++j) {
+        int64_t slot = static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
+        const float* kv = k_cache + slot * kv_width + kv_head * a.head_dim;
+        float dot = 0;
+        for (int d = 0; d < a.head_dim; ++d) dot += qv[d] * kv[d];
+        scores[j] = dot * a.scale;
+        max_score = std::max(max_score, scores[j]);
+      }
+      double denom = 0;
+      for (int j = 0; j <= pos; ++j) {
+        scores[j] = std::exp(scores[j] - max_score);
+        denom += scores[j];
+      }
+      std::vector<double> acc(a.head_dim, 0.0);
+      for (int j = 0; j <= pos; ++j) {
+        int64_t slot = static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
+        const float* vv = v_cache + slot * kv_width + kv_head * a.head_dim;
+        for (int d = 0; d < a.head_dim; ++d) acc[d] += static_cast<double>(scores[j]) * vv[d];
+      }
+      float* o = out + (static_cast<size_t>(t) * a.num_heads + h) * a.head_dim;
+      for (int d = 0; d < a.head_dim; ++d) o[d] = static_cast<float>(acc[d] / denom);
+    }
+  }
+}
+
+void copy_blocks(float* cache, size_t block_elems, std::span<const int32_t> src,
+                 std::span<const int32_t> dst) {
+  for (size_t i = 0; i < src.size(); ++i)
+    std::memcpy(cache + dst[i] * block_elems, cache + src[i] * block_elems,
+                block_elems * sizeof(float));
+}
+
+}  // namespace folio::cpu

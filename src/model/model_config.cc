@@ -1,0 +1,156 @@
+#include "model/model_config.h"
+
+#include "base/file_util.h"
+
+namespace folio {
+namespace {
+
+using nlohmann::json;
+
+// Reads an integer field; `required` fields that are missing are an error.
+Status read_int(const json& j, const char* key, int& out, const std::string& src, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) return invalid_argument(src + ": missing required field \"" + key + "\"");
+    return Status();
+  }
+  if (!it->is_number_integer())
+    return invalid_argument(src + ": field \"" + key + "\" must be an integer");
+  int64_t v = it->get<int64_t>();
+  if (v <= 0 || v > (int64_t{1} << 31) - 1)
+    return invalid_argument(src + ": field \"" + key + "\" out of range: " + std::to_string(v));
+  out = static_cast<int>(v);
+  return Status();
+}
+
+Status read_double(const json& j, const char* key, double& out, const std::string& src) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status();
+  if (!it->is_number()) return invalid_argument(src + ": field \"" + key + "\" must be a number");
+  out = it->get<double>();
+  return Status();
+}
+
+std::vector<int32_t> read_id_list(const json& v) {
+  std::vector<int32_t> ids;
+  if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+  if (v.is_array())
+    for (const auto& e : v)
+      if (e.is_number_integer()) ids.push_back(e.get<int32_t>());
+  return ids;
+}
+
+Status parse_architecture(const json& j, const std::string& src, ModelConfig& c) {
+  auto it = j.find("architectures");
+  if (it == j.end() || !it->is_array() || it->empty() || !(*it)[0].is_string())
+    return invalid_argument(src + ": missing \"architectures\" list");
+  c.architecture_name = (*it)[0].get<std::string>();
+  const std::string& a = c.architecture_name;
+  if (a == "LlamaForCausalLM") c.architecture = Architecture::kLlama;
+  else if (a == "MistralForCausalLM") c.architecture = Architecture::kMistral;
+  else if (a == "Qwen2ForCausalLM") c.architecture = Architecture::kQwen2;
+  else if (a == "Qwen3ForCausalLM") c.architecture = Architecture::kQwen3;
+  else
+    return unimplemented(src + ": unsupported architecture \"" + a +
+                         "\" (supported: LlamaForCausalLM, MistralForCausalLM, "
+                         "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  return Status();
+}
+
+// Rope settings live in `rope_parameters` (new) or `rope_theta` + `rope_scaling` (legacy).
+Status parse_rope(const json& j, const std::string& src, RopeConfig& rope) {
+  FOLIO_RETURN_IF_ERROR(read_double(j, "rope_theta", rope.theta, src));
+  const json* params = nullptr;
+  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) params = &*it;
+  else if (auto it2 = j.find("rope_scaling"); it2 != j.end() && it2->is_object()) params = &*it2;
+  if (!params) return Status();
+  const json& p = *params;
+  FOLIO_RETURN_IF_ERROR(read_double(p, "rope_theta", rope.theta, src));
+  std::string type = "default";
+  if (auto t = p.find("rope_type"); t != p.end() && t->is_string()) type = t->get<std::string>();
+  else if (auto t2 = p.find("type"); t2 != p.end() && t2->is_string()) type = t2->get<std::string>();
+  if (type != "default" && type != "llama3")
+    return unimplemented(src + ": unsupported rope type \"" + type + "\" (default, llama3)");
+  rope.type = type;
+  if (type == "llama3") {
+    FOLIO_RETURN_IF_ERROR(read_double(p, "factor", rope.factor, src));
+    FOLIO_RETURN_IF_ERROR(read_double(p, "low_freq_factor", rope.low_freq_factor, src));
+    FOLIO_RETURN_IF_ERROR(read_double(p, "high_freq_factor", rope.high_freq_factor, src));
+    FOLIO_RETURN_IF_ERROR(read_int(p, "original_max_position_embeddings",
+                                   rope.original_max_position_embeddings, src, true));
+    if (rope.factor <= 0 || rope.high_freq_factor <= rope.low_freq_factor)
+      return invalid_argument(src + ": invalid llama3 rope scaling parameters");
+  }
+  if (!(rope.theta > 0)) return invalid_argument(src + ": rope_theta must be positive");
+  return Status();
+}
+
+}  // namespace
+
+Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src) {
+  if (!j.is_object()) return invalid_argument(src + ": expected a JSON object");
+  ModelConfig c;
+  FOLIO_RETURN_IF_ERROR(parse_architecture(j, src, c));
+  FOLIO_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, src, true));
+  FOLIO_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, src, true));
+  FOLIO_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, src, true));
+  FOLIO_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.num_layers, src, true));
+  FOLIO_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.num_heads, src, true));
+  c.num_kv_heads = c.num_heads;
+  FOLIO_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.num_kv_heads, src, false));
+  if (c.hidden_size % c.num_heads != 0 && !j.contains("head_dim"))
+    return invalid_argument(src + ": hidden_size is not a multiple of num_attention_heads");
+  c.head_dim = c.hidden_size / c.num_heads;
+  FOLIO_RETURN_IF_ERROR(read_int(j, "head_dim", c.head_dim, src, false));
+  if (c.num_heads % c.num_kv_heads != 0)
+    return invalid_argument(src + ": num_attention_heads (" + std::to_string(c.num_heads) +
+                            ") is not a multiple of num_key_value_heads (" +
+                            std::to_string(c.num_kv_heads) + ")");
+  if (c.head_dim % 2 != 0) return invalid_argument(src + ": head_dim must be even for rope");
+  c.max_position_embeddings = 4096;
+  FOLIO_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position_embeddings, src, false));
+  FOLIO_RETURN_IF_ERROR(read_double(j, "rms_norm_eps", c.rms_norm_eps, src));
+  if (auto it = j.find("tie_word_embeddings"); it != j.end() && it->is_boolean())
+    c.tie_word_embeddings = it->get<bool>();
+  if (auto it = j.find("hidden_act"); it != j.end() && it->is_string() && *it != "silu")
+    return unimplemented(src + ": unsupported hidden_act \"" + it->get<std::string>() + "\"");
+  c.qkv_bias = c.architecture == Architecture::kQwen2;
+  if (auto it = j.find("attention_bias"); it != j.end() && it->is_boolean() && it->get<bool>())
+    c.qkv_bias = true;
+  c.qk_norm = c.architecture == Architecture::kQwen3;
+  for (const char* key : {"dtype", "torch_dtype"})
+    if (auto it = j.find(key); it != j.end() && it->is_string()) {
+      c.dtype = it->get<std::string>();
+      break;
+    }
+  if (auto it = j.find("bos_token_id"); it != j.end() && it->is_number_integer())
+    c.bos_token_id = it->get<int32_t>();
+  if (auto it = j.find("eos_token_id"); it != j.end()) c.generation.eos_token_ids = read_id_list(*it);
+  FOLIO_RETURN_IF_ERROR(parse_rope(j, src, c.rope));
+  c.rope.inv_freq_precision = c.dtype == "bfloat16" ? "bfloat16" : "float32";
+  return c;
+}
+
+Result<ModelConfig> ModelConfig::load(const std::string& model_dir) {
+  std::string path = join_path(model_dir, "config.json");
+  FOLIO_ASSIGN_OR_RETURN(json j, read_json_file(path));
+  FOLIO_ASSIGN_OR_RETURN(ModelConfig c, from_json(j, path));
+  std::string gen_path = join_path(model_dir, "generation_config.json");
+  if (!file_exists(gen_path)) return c;
+  FOLIO_ASSIGN_OR_RETURN(json g, read_json_file(gen_path));
+  if (!g.is_object()) return invalid_argument(gen_path + ": expected a JSON object");
+  if (auto it = g.find("eos_token_id"); it != g.end() && !it->is_null())
+    c.generation.eos_token_ids = read_id_list(*it);
+  auto opt_float = [&](const char* key, std::optional<float>& out) {
+    if (auto it = g.find(key); it != g.end() && it->is_number()) out = it->get<float>();
+  };
+  opt_float("temperature", c.generation.temperature);
+  opt_float("top_p", c.generation.top_p);
+  opt_float("min_p", c.generation.min_p);
+  opt_float("repetition_penalty", c.generation.repetition_penalty);
+  if (auto it = g.find("top_k"); it != g.end() && it->is_number_integer())
+    c.generation.top_k = it->get<int>();
+  return c;
+}
+
+}  // namespace folio

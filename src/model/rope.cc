@@ -1,0 +1,56 @@
+#include "model/rope.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numbers>
+
+namespace folio {
+
+namespace {
+
+// Rounds to the nearest bfloat16 (ties to even), returned as double.
+double round_to_bf16(double v) {
+  float f = static_cast<float>(v);
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+}  // namespace
+
+std::vector<double> rope_inv_freq(const RopeConfig& rope, int head_dim) {
+  std::vector<double> inv = exact_rope_inv_freq(rope, head_dim);
+  if (rope.inv_freq_precision == "bfloat16")
+    for (double& f : inv) f = round_to_bf16(f);
+  else if (rope.inv_freq_precision == "float32")
+    for (double& f : inv) f = static_cast<float>(f);
+  return inv;
+}
+
+std::vector<double> exact_rope_inv_freq(const RopeConfig& rope, int head_dim) {
+  const int half = head_dim / 2;
+  std::vector<double> inv(half);
+  for (int i = 0; i < half; ++i) inv[i] = 1.0 / std::pow(rope.theta, (2.0 * i) / head_dim);
+  if (rope.type != "llama3") return inv;
+  // Llama 3.1 scaling: long wavelengths are divided by `factor`, short ones kept, and the band
+  // between is interpolated smoothly.
+  const double old_ctx = rope.original_max_position_embeddings;
+  const double low_wavelen = old_ctx / rope.low_freq_factor;
+  const double high_wavelen = old_ctx / rope.high_freq_factor;
+  for (double& f : inv) {
+    const double wavelen = 2.0 * std::numbers::pi / f;
+    if (wavelen > low_wavelen) {
+      f = f / rope.factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (old_ctx / wavelen - rope.low_freq_factor) /
+                            (rope.high_freq_factor - rope.low_freq_factor);
+      f = (1.0 - smooth) * f / rope.factor + smooth * f;
+    }
+  }
+  return inv;
+}
+
+}  // namespace folio
