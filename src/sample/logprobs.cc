@@ -11,7 +11,7 @@ namespace folio {
 double log_sum_exp(std::span<const float> row) {
   FOLIO_CHECK(!row.empty());
   float m = -std::numeric_limits<float>::infinity();
-  for (float x : row) m = std::max(m, x);
+  for (float x : row) m = x > m ? x : m;  // NaN never wins a comparison
   if (!std::isfinite(m)) return m;  // all -inf (or +inf present): nothing to normalize
   double sum = 0.0;
   for (float x : row) sum += std::exp(x - m);

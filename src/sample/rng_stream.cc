@@ -33,10 +33,4 @@ float RngStream::exponential(uint32_t step, uint32_t token_id) const {
   return -std::log(uniform_open01(bits(step, token_id)));
 }
 
-void RngStream::exponential4(uint32_t step, uint32_t group, float out[4]) const {
-  const PhiloxCounter bits4 = philox4x32_10(
-      {group, step, seq_index, tag}, {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
-  for (int lane = 0; lane < 4; ++lane) out[lane] = -std::log(uniform_open01(bits4[lane]));
-}
-
 }  // namespace folio

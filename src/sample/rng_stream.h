@@ -42,15 +42,15 @@ struct RngStream {
 
   // The 32 random bits for `token_id` at `step` (see the header comment for the layout).
   uint32_t bits(uint32_t step, uint32_t token_id) const {
-    const PhiloxCounter out = philox4x32_10(
-        {token_id >> 2, step, seq_index, tag},
-        {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
-    return out[token_id & 3u];
+    return bits4(step, token_id >> 2)[token_id & 3u];
   }
   // The Exp(1) variate E for `token_id` at `step`.
   float exponential(uint32_t step, uint32_t token_id) const;
-  // E for the four tokens [4 * group, 4 * group + 4) at `step` (one Philox call).
-  void exponential4(uint32_t step, uint32_t group, float out[4]) const;
+  // The bits of the four tokens [4 * group, 4 * group + 4) at `step` (one Philox call).
+  PhiloxCounter bits4(uint32_t step, uint32_t group) const {
+    return philox4x32_10({group, step, seq_index, tag},
+                         {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+  }
 };
 
 // SplitMix64's finalizer (Steele et al.): a bijective 64-bit mixer.

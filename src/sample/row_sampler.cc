@@ -67,7 +67,7 @@ int32_t RowSampler::sample(std::span<const float> row, const FilterParams& filte
       }
     }
   }
-  if (top_p_on) filter_top_p(filters.top_p);
+  if (top_p_on) filter_top_p(row, m, filters.top_p);
   if (min_p_on) filter_min_p(filters.min_p);
   return race_candidates(rng, step);
 }
@@ -83,26 +83,45 @@ void RowSampler::filter_top_k(std::span<const float> row, int k) {
     if (row[i] >= threshold) ids_[num_ids_++] = static_cast<int32_t>(i);
 }
 
-void RowSampler::filter_top_p(float top_p) {
-  double total = 0.0;
-  for (size_t j = 0; j < num_ids_; ++j) total += w_[ids_[j]];
-  const double target = static_cast<double>(top_p) * total;
-  auto before = [this](int32_t a, int32_t b) { return w_[a] > w_[b] || (w_[a] == w_[b] && a < b); };
-  auto first = ids_.begin();
+void RowSampler::filter_top_p(std::span<const float> row, float m, float top_p) {
   const size_t n = num_ids_;
-  size_t sorted = 0, kept = 0, chunk = 64;
-  double mass = 0.0;  // of the kept tokens, i.e. of those ranked before ids_[kept]
-  while (kept < n) {
-    if (kept == sorted) {  // sort the next best chunk only
-      const size_t end = std::min(n, sorted + chunk);
-      if (end < n) std::nth_element(first + sorted, first + end, first + n, before);
-      std::sort(first + sorted, first + end, before);
-      sorted = end;
-      chunk *= 2;
-    }
-    if (kept > 0 && mass >= target) break;
-    mass += w_[ids_[kept]];
-    ++kept;
+  double total = 0.0;
+  for (size_t j = 0; j < n; ++j) total += w_[ids_[j]];
+  const double target = static_cast<double>(top_p) * total;
+  // Bucket the survivors by m - row[i] (monotone in the order), find the bucket where the
+  // cumulative mass reaches the target, and sort only that bucket: every token of an earlier
+  // bucket has less than `target` ranked before it, every token of a later one at least that.
+  constexpr int kBuckets = 2048;
+  constexpr float kRange = 24.0f;  // in logit units; w below e^-24 shares the last bucket
+  constexpr float kScale = kBuckets / kRange;
+  auto bucket_of = [&](int32_t id) {
+    const float d = m - row[id];
+    return d < kRange ? std::min(kBuckets - 1, static_cast<int>(d * kScale)) : kBuckets - 1;
+  };
+  bucket_mass_.assign(kBuckets, 0.0);
+  for (size_t j = 0; j < n; ++j) bucket_mass_[bucket_of(ids_[j])] += w_[ids_[j]];
+  int boundary = 0;
+  double before = 0.0;  // mass of the buckets ahead of `boundary`
+  for (; boundary < kBuckets - 1; ++boundary) {
+    if (before + bucket_mass_[boundary] >= target) break;
+    before += bucket_mass_[boundary];
+  }
+  // Keep the earlier buckets; move the boundary bucket's tokens to the end and sort them.
+  size_t kept = 0;
+  std::vector<int32_t>& tail = scratch_ids_;
+  tail.clear();
+  for (size_t j = 0; j < n; ++j) {
+    const int b = bucket_of(ids_[j]);
+    if (b < boundary) ids_[kept++] = ids_[j];
+    else if (b == boundary) tail.push_back(ids_[j]);
+  }
+  std::sort(tail.begin(), tail.end(), [&](int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  });
+  for (int32_t id : tail) {
+    if (kept > 0 && before >= target) break;
+    before += w_[id];
+    ids_[kept++] = id;
   }
   num_ids_ = kept;
 }
@@ -119,14 +138,18 @@ int32_t RowSampler::race_all(std::span<const float> row, float m, const RngStrea
   const uint32_t vocab = static_cast<uint32_t>(row.size());
   int32_t best = -1;
   float best_key = -1.0f;
-  float e[4];
   for (uint32_t base = 0; base < vocab; base += 4) {
-    rng.exponential4(step, base >> 2, e);
+    const PhiloxCounter bits = rng.bits4(step, base >> 2);
     const uint32_t lanes = std::min(4u, vocab - base);
     for (uint32_t lane = 0; lane < lanes; ++lane) {
       const float w = std::exp(row[base + lane] - m);
       if (!(w > 0.0f)) continue;
-      const float key = w / e[lane];
+      const float u = uniform_open01(bits[lane]);
+      // Shortcut with the same result: E = -ln(u) >= 1 - u, so when w <= best_key * (1 - u)
+      // (with a margin far above logf's and the products' rounding) w / E cannot exceed
+      // best_key and the log is skipped. Most tokens take this path once a good key is found.
+      if (w <= best_key * ((1.0f - u) * 0.9999f)) continue;
+      const float key = w / -std::log(u);
       if (key > best_key) {  // ascending ids + strict >: lowest id on ties
         best_key = key;
         best = static_cast<int32_t>(base + lane);
@@ -137,14 +160,25 @@ int32_t RowSampler::race_all(std::span<const float> row, float m, const RngStrea
   return best;
 }
 
-int32_t RowSampler::race_candidates(const RngStream& rng, uint32_t step) const {
+int32_t RowSampler::race_candidates(const RngStream& rng, uint32_t step) {
   FOLIO_CHECK(num_ids_ > 0, "filters removed every token");
+  // ids_ is ascending except for top-p's boundary bucket; consecutive ids of one group of four
+  // share a Philox call.
   int32_t best = -1;
   float best_key = -1.0f;
+  uint32_t group = UINT32_MAX;
+  PhiloxCounter bits{};
   for (size_t j = 0; j < num_ids_; ++j) {
     const int32_t id = ids_[j];
-    if (!(w_[id] > 0.0f)) continue;
-    const float key = w_[id] / rng.exponential(step, static_cast<uint32_t>(id));
+    const float w = w_[id];
+    if (!(w > 0.0f)) continue;
+    if ((static_cast<uint32_t>(id) >> 2) != group) {
+      group = static_cast<uint32_t>(id) >> 2;
+      bits = rng.bits4(step, group);
+    }
+    const float u = uniform_open01(bits[id & 3]);
+    if (w <= best_key * ((1.0f - u) * 0.9999f)) continue;  // see race_all
+    const float key = w / -std::log(u);
     if (key > best_key || (key == best_key && id < best)) {
       best_key = key;
       best = id;

@@ -51,9 +51,11 @@ TEST(RngStream, KeysAreStableAndSeparated) {
 
 TEST(RngStream, FourAtOnceMatchesOneAtATime) {
   const RngStream s = RngStream::seeded(123, 2);
-  float e[4];
-  s.exponential4(9, 5, e);
-  for (uint32_t lane = 0; lane < 4; ++lane) EXPECT_EQ(e[lane], s.exponential(9, 20 + lane));
+  const PhiloxCounter four = s.bits4(9, 5);
+  for (uint32_t lane = 0; lane < 4; ++lane) {
+    EXPECT_EQ(four[lane], s.bits(9, 20 + lane));
+    EXPECT_EQ(-std::log(uniform_open01(four[lane])), s.exponential(9, 20 + lane));
+  }
 }
 
 }  // namespace
