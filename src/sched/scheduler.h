@@ -1,0 +1,119 @@
+// Scheduler: decides, each step, which sequences compute which tokens, within a token budget,
+// a sequence cap and the KV cache (vLLM V1's design: every sequence's num_computed catches up
+// with its num_tokens; prefill, chunked prefill, prefix hits and decode are one kind of step).
+//
+// Engine thread only. Per step: schedule() -> engine runs SchedulerOutput -> update_from_output().
+// schedule() phases, in order:
+//   1. running groups that decode (never starved by a prefill), then running groups in prefill
+//      (chunked to the remaining budget); when blocks run out, the lowest-ranked group not yet
+//      scheduled this step is preempted, all or nothing (recompute, or swap to the host pool
+//      with a fall back to recompute when the swap space is full); with no one left to preempt
+//      the group preempts itself;
+//   2. swapped groups are swapped back in (only in a step that preempted nobody);
+//   3. waiting groups are admitted with a prefix-cache lookup (only when nothing is swapped
+//      out and nothing was preempted), stopping at the first that does not fit (FCFS or
+//      priority order: lower priority value first, ties by arrival).
+// Rank everywhere = policy key (arrival, or (priority, arrival)); the preemption victim is the
+// highest key. A request that can never fit is finished with an error, never stalls the queue.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/request.h"
+#include "kv/kv_cache_manager.h"
+#include "sched/scheduler_config.h"
+#include "sched/scheduler_output.h"
+
+namespace folio {
+
+struct SchedulerStats {
+  int64_t num_steps = 0;              // schedule() calls that scheduled something
+  int64_t num_preemptions = 0;        // groups preempted (both modes)
+  int64_t num_recompute_preemptions = 0;
+  int64_t num_swapped_out_blocks = 0;
+  int64_t num_failed = 0;
+  int peak_blocks_used = 0;
+  double kv_slot_utilization_sum = 0;  // sum over steps of filled slots / used slots
+  double kv_slot_utilization() const {
+    return num_steps ? kv_slot_utilization_sum / double(num_steps) : 0.0;
+  }
+};
+
+class Scheduler {
+ public:
+  // `config` must be valid (SchedulerConfig::validate); `kv` outlives the scheduler.
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+
+  // Queues a request. Bad input (duplicate id, empty prompt, n < 1) is an error; a request that
+  // can never fit is accepted and reported in the next output's `failed`.
+  Status add_request(Request request);
+  // Finishes the group as aborted and frees its blocks at once. NotFound if it is not live.
+  Status abort_request(GroupId id);
+
+  SchedulerOutput schedule();
+  UpdateResult update_from_output(const StepResult& result);
+  // Beam search: a new sequence sharing all of `parent`'s tokens and blocks (call between
+  // update_from_output and schedule). NotFound if the parent is not a live running sequence.
+  Result<SeqId> fork_sequence(SeqId parent);
+
+  bool has_unfinished() const { return !groups_.empty() || !pending_failed_.empty(); }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  int num_swapped() const { return static_cast<int>(swapped_.size()); }
+  const SequenceGroup* group(GroupId id) const;
+  const SchedulerStats& stats() const { return stats_; }
+  // "running: 3 reqs, waiting: 1, swapped: 0, KV: 42.0% (27/64 blocks), preemptions: 2"
+  std::string summary() const;
+
+ private:
+  struct Planned {
+    Sequence* seq;
+    int num_new;
+  };
+  using Queue = std::vector<SequenceGroup*>;
+
+  bool before(const SequenceGroup* a, const SequenceGroup* b) const;
+  void enqueue(Queue& q, SequenceGroup* g);
+  static void dequeue(Queue& q, const SequenceGroup* g);
+  int seq_capacity() const;  // longest sequence the cache or the model can hold
+
+  // Tokens each live sequence of `g` computes this step, within the budget (empty: none).
+  std::vector<Planned> plan(SequenceGroup* g, int budget, int seqs_left) const;
+  int blocks_needed(const std::vector<Planned>& plan) const;
+  void commit(SequenceGroup* g, const std::vector<Planned>& plan, SchedulerOutput& out);
+
+  void schedule_running(SchedulerOutput& out, bool prefill_pass);
+  void schedule_swapped(SchedulerOutput& out);
+  void schedule_waiting(SchedulerOutput& out);
+  // Lowest-ranked running group not scheduled this step and not `except`, or nullptr.
+  SequenceGroup* pick_victim(const SequenceGroup* except) const;
+  void preempt(SequenceGroup* g, SchedulerOutput& out);
+  void preempt_recompute(SequenceGroup* g);
+  void fail(SequenceGroup* g, std::string message);
+  void finish_seq(SequenceGroup* g, Sequence* s, SeqStatus status);
+  void retire_if_done(SequenceGroup* g, UpdateResult& result);
+  void record_step_stats(const SchedulerOutput& out);
+
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  std::unordered_map<GroupId, std::unique_ptr<SequenceGroup>> groups_;  // live groups
+  std::unordered_map<SeqId, GroupId> seq_group_;
+  Queue waiting_, running_, swapped_;
+  std::vector<FailedGroup> pending_failed_;
+  uint64_t next_arrival_ = 0;
+  SeqId next_seq_id_ = 1;
+
+  // This step's bookkeeping (schedule() -> update_from_output()).
+  std::unordered_set<GroupId> scheduled_;
+  std::vector<ScheduledSeq> last_;  // token_ids/block_table left empty
+  int budget_ = 0;
+  int seqs_left_ = 0;
+  bool preempted_this_step_ = false;
+  SchedulerStats stats_;
+};
+
+}  // namespace folio

@@ -1,0 +1,21 @@
+#include "sched/scheduler_config.h"
+
+namespace folio {
+
+Status SchedulerConfig::validate() const {
+  if (max_num_batched_tokens < 1)
+    return invalid_argument("max_num_batched_tokens must be >= 1, got " +
+                            std::to_string(max_num_batched_tokens));
+  if (max_num_seqs < 1)
+    return invalid_argument("max_num_seqs must be >= 1, got " + std::to_string(max_num_seqs));
+  if (max_model_len < 2)
+    return invalid_argument("max_model_len must be >= 2, got " + std::to_string(max_model_len));
+  if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len)
+    return invalid_argument(
+        "without chunked prefill, max_num_batched_tokens (" +
+        std::to_string(max_num_batched_tokens) + ") must be >= max_model_len (" +
+        std::to_string(max_model_len) + "): a whole prompt must fit in one step");
+  return Status::ok_status();
+}
+
+}  // namespace folio

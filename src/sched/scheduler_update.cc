@@ -1,0 +1,122 @@
+// Scheduler: applying a step's results, forking, statistics and the log line.
+#include <cstdio>
+
+#include "base/check.h"
+#include "sched/scheduler.h"
+
+namespace folio {
+
+void Scheduler::finish_seq(SequenceGroup* g, Sequence* s, SeqStatus status) {
+  if (s->finished()) return;
+  s->status = status;
+  kv_.free(s->id);
+  (void)g;
+}
+
+void Scheduler::retire_if_done(SequenceGroup* g, UpdateResult& result) {
+  if (g->num_live() > 0) return;
+  g->status = SeqStatus::kFinishedStopped;
+  for (const Sequence& s : g->seqs) seq_group_.erase(s.id);
+  dequeue(running_, g);
+  dequeue(waiting_, g);
+  dequeue(swapped_, g);
+  result.finished_groups.push_back(g->id);
+  groups_.erase(g->id);
+}
+
+UpdateResult Scheduler::update_from_output(const StepResult& step) {
+  UpdateResult result;
+  std::vector<GroupId> touched;
+  auto find = [this](SeqId id, SequenceGroup** g) -> Sequence* {
+    auto it = seq_group_.find(id);
+    if (it == seq_group_.end()) return nullptr;
+    auto git = groups_.find(it->second);
+    if (git == groups_.end()) return nullptr;
+    *g = git->second.get();
+    return (*g)->find(id);
+  };
+  // 1. The scheduled tokens now have K/V; full blocks enter the prefix cache.
+  for (const ScheduledSeq& e : last_) {
+    SequenceGroup* g = nullptr;
+    Sequence* s = find(e.seq_id, &g);
+    if (!s || s->finished() || s->status != SeqStatus::kRunning) continue;  // aborted meanwhile
+    s->num_computed += e.num_tokens();
+    kv_.mark_computed(s->id, s->tokens, s->num_computed);
+    touched.push_back(g->id);
+    // 2. A finished prompt of an n > 1 group: the siblings appear, sharing every block.
+    if (e.sample_seq_ids.size() > 1 && !g->forked) {
+      g->forked = true;
+      const Sequence leader = *s;
+      for (size_t i = 1; i < e.sample_seq_ids.size(); ++i) {
+        Sequence child = leader;
+        child.id = e.sample_seq_ids[i];
+        kv_.fork(leader.id, child.id);
+        seq_group_[child.id] = g->id;
+        g->seqs.push_back(std::move(child));
+      }
+    }
+  }
+  // 3. Sampled tokens, with the length limits the scheduler owns.
+  for (const SampledToken& t : step.sampled) {
+    SequenceGroup* g = nullptr;
+    Sequence* s = find(t.seq_id, &g);
+    if (!s || s->finished()) continue;
+    s->tokens.push_back(t.token);
+    if (s->num_output_tokens() >= g->params.max_tokens || s->num_tokens() >= seq_capacity()) {
+      finish_seq(g, s, SeqStatus::kFinishedLength);
+      result.finished_by_length.push_back(s->id);
+    }
+  }
+  // 4. The engine's stop decisions.
+  for (const FinishedSeq& f : step.finished) {
+    SequenceGroup* g = nullptr;
+    Sequence* s = find(f.seq_id, &g);
+    if (!s) continue;
+    finish_seq(g, s, f.status);
+    touched.push_back(g->id);
+  }
+  for (const SampledToken& t : step.sampled) {
+    SequenceGroup* g = nullptr;
+    if (find(t.seq_id, &g)) touched.push_back(g->id);
+  }
+  for (GroupId id : touched)
+    if (auto it = groups_.find(id); it != groups_.end()) retire_if_done(it->second.get(), result);
+  last_.clear();
+  return result;
+}
+
+Result<SeqId> Scheduler::fork_sequence(SeqId parent) {
+  auto it = seq_group_.find(parent);
+  if (it == seq_group_.end()) return not_found("no live sequence " + std::to_string(parent));
+  SequenceGroup* g = groups_.at(it->second).get();
+  const Sequence* p = g->find(parent);
+  if (!p || p->status != SeqStatus::kRunning)
+    return not_found("sequence " + std::to_string(parent) + " is not running");
+  Sequence child = *p;
+  child.id = next_seq_id_++;
+  kv_.fork(parent, child.id);
+  seq_group_[child.id] = g->id;
+  g->seqs.push_back(std::move(child));
+  return g->seqs.back().id;
+}
+
+void Scheduler::record_step_stats(const SchedulerOutput& out) {
+  stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, kv_.num_used_blocks());
+  if (out.empty()) return;
+  ++stats_.num_steps;
+  int64_t used = static_cast<int64_t>(kv_.num_used_blocks()) * kv_.block_size();
+  if (used > 0) stats_.kv_slot_utilization_sum += double(kv_.num_filled_slots()) / double(used);
+}
+
+std::string Scheduler::summary() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "running: %d reqs, waiting: %d, swapped: %d, KV: %.1f%% (%d/%d blocks), "
+                "preemptions: %lld",
+                num_running(), num_waiting(), num_swapped(), 100.0 * kv_.usage(),
+                kv_.num_used_blocks(), kv_.num_total_blocks(),
+                static_cast<long long>(stats_.num_preemptions));
+  return buf;
+}
+
+}  // namespace folio

@@ -1,0 +1,187 @@
+#include "sched/scheduler.h"
+
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "fake_engine.h"
+
+namespace folio {
+namespace {
+
+using testing::FakeEngine;
+using testing::make_kv;
+
+Request req(GroupId id, int prompt_len, int max_tokens, TokenId first = 0, int n = 1) {
+  Request r;
+  r.id = id;
+  r.prompt.resize(static_cast<size_t>(prompt_len));
+  std::iota(r.prompt.begin(), r.prompt.end(), first);
+  r.params.max_tokens = max_tokens;
+  r.params.n = n;
+  return r;
+}
+
+SchedulerConfig cfg(int budget, int max_seqs = 64, int max_len = 256) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = max_seqs;
+  c.max_model_len = max_len;
+  return c;
+}
+
+TEST(Scheduler, ChunkedPrefillSplitsAPromptAndNeverStarvesDecodes) {
+  auto kv = make_kv(false, 64, 0);
+  Scheduler s(cfg(8), *kv);
+  ASSERT_TRUE(s.add_request(req(1, 3, 10)).ok());
+  SchedulerOutput o = s.schedule();
+  ASSERT_EQ(o.seqs.size(), 1u);
+  EXPECT_TRUE(o.seqs[0].samples());
+  s.update_from_output({{{o.seqs[0].seq_id, 500}}, {}});
+  ASSERT_TRUE(s.add_request(req(2, 20, 10, 100)).ok());
+  std::vector<int> starts, sizes;
+  for (int step = 0; step < 3; ++step) {
+    o = s.schedule();
+    ASSERT_EQ(o.seqs.size(), 2u);
+    EXPECT_EQ(o.seqs[0].group_id, 1);  // the decode comes first, one token
+    EXPECT_EQ(o.seqs[0].num_tokens(), 1);
+    EXPECT_EQ(o.seqs[1].group_id, 2);
+    starts.push_back(o.seqs[1].start_pos);
+    sizes.push_back(o.seqs[1].num_tokens());
+    EXPECT_EQ(o.seqs[1].samples(), step == 2);  // only the last chunk samples
+    EXPECT_LE(o.num_batched_tokens, 8);
+    StepResult r;
+    for (const auto& e : o.seqs)
+      if (e.samples()) r.sampled.push_back({e.seq_id, 7});
+    s.update_from_output(r);
+  }
+  EXPECT_EQ(starts, (std::vector<int>{0, 7, 14}));
+  EXPECT_EQ(sizes, (std::vector<int>{7, 7, 6}));
+}
+
+TEST(Scheduler, PriorityPolicyRunsLowerValuesFirstAndTiesFcfs) {
+  auto kv = make_kv(false, 64, 0);
+  SchedulerConfig c = cfg(64, /*max_seqs=*/1);
+  c.policy = SchedulePolicy::kPriority;
+  Scheduler s(c, *kv);
+  int prio[] = {5, 1, 5, 0};
+  for (int i = 0; i < 4; ++i) {
+    Request r = req(10 + i, 4, 1, 10 * i);
+    r.priority = prio[i];
+    ASSERT_TRUE(s.add_request(r).ok());
+  }
+  std::vector<GroupId> order;
+  while (s.has_unfinished()) {
+    SchedulerOutput o = s.schedule();
+    ASSERT_EQ(o.seqs.size(), 1u);
+    order.push_back(o.seqs[0].group_id);
+    s.update_from_output({{{o.seqs[0].seq_id, 1}}, {}});
+  }
+  EXPECT_EQ(order, (std::vector<GroupId>{13, 11, 10, 12}));
+}
+
+TEST(Scheduler, NeverFittingRequestFailsCleanlyWithoutStallingOthers) {
+  auto kv = make_kv(false, 4, 0);  // 16 token slots
+  Scheduler s(cfg(64, 64, 64), *kv);
+  ASSERT_TRUE(s.add_request(req(1, 16, 4)).ok());   // 16 + 1 > 16 slots
+  ASSERT_TRUE(s.add_request(req(2, 64, 4)).ok());   // 64 + 1 > max_model_len
+  ASSERT_TRUE(s.add_request(req(3, 5, 2)).ok());
+  EXPECT_FALSE(s.add_request(req(3, 5, 2)).ok());   // duplicate id
+  EXPECT_FALSE(s.add_request(req(4, 0, 2)).ok());   // empty prompt
+  SchedulerOutput o = s.schedule();
+  ASSERT_EQ(o.failed.size(), 2u);
+  EXPECT_EQ(o.failed[0].group_id, 1);
+  EXPECT_NE(o.failed[0].message.find("KV cache"), std::string::npos) << o.failed[0].message;
+  EXPECT_NE(o.failed[1].message.find("max_model_len"), std::string::npos);
+  ASSERT_EQ(o.seqs.size(), 1u);
+  EXPECT_EQ(o.seqs[0].group_id, 3);
+  EXPECT_EQ(s.stats().num_failed, 2);
+}
+
+TEST(Scheduler, PrefixHitSkipsCachedBlocks) {
+  FakeEngine e(cfg(64), make_kv(false, 64, 0));
+  ASSERT_TRUE(e.sched().add_request(req(1, 13, 1)).ok());
+  while (e.step()) {
+  }
+  ASSERT_TRUE(e.sched().add_request(req(2, 14, 1)).ok());  // same first 13 tokens
+  SchedulerOutput o = e.sched().schedule();
+  ASSERT_EQ(o.seqs.size(), 1u);
+  EXPECT_EQ(o.seqs[0].start_pos, 12);  // 3 full blocks of 4 reused
+  EXPECT_EQ(o.seqs[0].num_tokens(), 2);
+  EXPECT_EQ(e.kv().stats().prefix_hit_tokens, 12);
+}
+
+TEST(Scheduler, ParallelSamplingForksAfterThePromptAndCopiesOnWrite) {
+  FakeEngine e(cfg(64), make_kv(false, 64, 0));
+  ASSERT_TRUE(e.sched().add_request(req(1, 6, 3, 0, /*n=*/3)).ok());
+  SchedulerOutput o = e.sched().schedule();
+  ASSERT_EQ(o.seqs.size(), 1u);
+  EXPECT_EQ(o.seqs[0].sample_seq_ids.size(), 3u);
+  e.sched().update_from_output({{{o.seqs[0].sample_seq_ids[0], 1},
+                                  {o.seqs[0].sample_seq_ids[1], 2},
+                                  {o.seqs[0].sample_seq_ids[2], 3}},
+                                 {}});
+  o = e.sched().schedule();
+  ASSERT_EQ(o.seqs.size(), 3u);
+  EXPECT_EQ(o.copies.size(), 2u);  // the shared partial block: two copies, the last keeps it
+  for (const auto& s : o.seqs) {
+    EXPECT_EQ(s.start_pos, 6);
+    EXPECT_EQ(s.block_table[0], o.seqs[0].block_table[0]);  // full block shared
+  }
+  EXPECT_TRUE(e.kv().check_invariants().ok());
+}
+
+TEST(Scheduler, RecomputePreemptsTheLatestArrivalAndResumes) {
+  FakeEngine e(cfg(64), make_kv(false, 6, 0));  // 24 slots
+  ASSERT_TRUE(e.sched().add_request(req(1, 8, 12, 0)).ok());
+  ASSERT_TRUE(e.sched().add_request(req(2, 8, 12, 100)).ok());
+  for (int i = 0; i < 100 && e.sched().has_unfinished(); ++i) {
+    e.step();
+    ASSERT_TRUE(e.kv().check_invariants().ok());
+  }
+  EXPECT_FALSE(e.sched().has_unfinished());
+  EXPECT_GE(e.sched().stats().num_recompute_preemptions, 1);
+  ASSERT_FALSE(e.preempted.empty());
+  EXPECT_EQ(e.preempted.front(), 2);  // the later arrival goes
+  EXPECT_EQ(e.streams().at({1, 0}).size(), 12u);
+  EXPECT_EQ(e.streams().at({2, 0}).size(), 12u);
+  EXPECT_EQ(e.kv().num_used_blocks(), 0);
+}
+
+TEST(Scheduler, SwapModeMovesBlocksOutAndBackIn) {
+  SchedulerConfig c = cfg(64);
+  c.preemption_mode = PreemptionMode::kSwap;
+  FakeEngine e(c, make_kv(false, 6, 8));
+  ASSERT_TRUE(e.sched().add_request(req(1, 8, 12, 0)).ok());
+  ASSERT_TRUE(e.sched().add_request(req(2, 8, 12, 100)).ok());
+  int swapped_out = 0, swapped_in = 0;
+  for (int i = 0; i < 100 && e.sched().has_unfinished(); ++i) {
+    e.step();
+    swapped_out = static_cast<int>(e.sched().stats().num_swapped_out_blocks);
+    swapped_in = static_cast<int>(e.kv().stats().swapped_in_blocks);
+    ASSERT_TRUE(e.kv().check_invariants().ok());
+  }
+  EXPECT_FALSE(e.sched().has_unfinished());
+  EXPECT_GT(swapped_out, 0);
+  EXPECT_EQ(swapped_in, swapped_out);
+  EXPECT_EQ(e.sched().stats().num_recompute_preemptions, 0);
+  EXPECT_EQ(e.kv().num_free_host_blocks(), 8);
+}
+
+TEST(Scheduler, AbortFreesBlocksAtOnce) {
+  auto kv = make_kv(true, 16, 0);
+  Scheduler s(cfg(64), *kv);
+  ASSERT_TRUE(s.add_request(req(1, 10, 5)).ok());
+  SchedulerOutput o = s.schedule();
+  EXPECT_GT(kv->num_used_blocks(), 0);
+  ASSERT_TRUE(s.abort_request(1).ok());
+  EXPECT_EQ(kv->num_used_blocks(), 0);
+  EXPECT_FALSE(s.has_unfinished());
+  EXPECT_FALSE(s.abort_request(1).ok());
+  s.update_from_output({{{o.seqs[0].seq_id, 3}}, {}});  // late result for an aborted request
+  EXPECT_TRUE(kv->check_invariants().ok());
+  EXPECT_NE(s.summary().find("running: 0 reqs"), std::string::npos) << s.summary();
+}
+
+}  // namespace
+}  // namespace folio
