@@ -33,6 +33,7 @@ std::vector<int32_t> top_k_ids(std::span<const float> row, int k) {
   if (k == 0) return heap;
   auto worse_first = [&](int32_t a, int32_t b) { return ranks_before(row[a], a, row[b], b); };
   for (int32_t i = 0; i < n; ++i) {
+    if (std::isnan(row[i])) continue;  // never ranked (keeps the comparator a strict order)
     if (static_cast<int>(heap.size()) < k) {
       heap.push_back(i);
       std::push_heap(heap.begin(), heap.end(), worse_first);

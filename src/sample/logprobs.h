@@ -31,7 +31,8 @@ struct TokenLogprobs {
 // log(sum_i exp(row[i])) in double; -inf for an all -inf row. `row` must not be empty.
 double log_sum_exp(std::span<const float> row);
 
-// The ids of the k largest values, best first (ties: lower id). O(V log k), no full sort.
+// The ids of the k largest values, best first (ties: lower id; NaN entries skipped, so fewer
+// than k when the row has fewer non-NaN values). O(V log k) worst case, no full sort.
 std::vector<int32_t> top_k_ids(std::span<const float> row, int k);
 
 // The record of `token_id` under the raw logits `row` [vocab], with the top `k` (k >= 0).

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "sample/logprobs.h"
 
 namespace folio {
 
@@ -73,11 +74,18 @@ int32_t RowSampler::sample(std::span<const float> row, const FilterParams& filte
 }
 
 void RowSampler::filter_top_k(std::span<const float> row, int k) {
-  // The k-th largest value by selection on a NaN-free copy (O(vocab), no sort).
-  for (size_t i = 0; i < row.size(); ++i) scratch_[i] = std::isnan(row[i]) ? kNegInf : row[i];
-  std::nth_element(scratch_.begin(), scratch_.begin() + (k - 1), scratch_.end(),
-                   std::greater<float>());
-  const float threshold = scratch_[k - 1];
+  float threshold;
+  if (k <= 1024) {
+    // A bounded heap scan: one comparison for most tokens once the heap holds good values.
+    const std::vector<int32_t> best = top_k_ids(row, k);
+    threshold = best.empty() ? kNegInf : row[best.back()];
+  } else {
+    // Selection on a NaN-free copy (O(vocab), no sort).
+    for (size_t i = 0; i < row.size(); ++i) scratch_[i] = std::isnan(row[i]) ? kNegInf : row[i];
+    std::nth_element(scratch_.begin(), scratch_.begin() + (k - 1), scratch_.end(),
+                     std::greater<float>());
+    threshold = scratch_[k - 1];
+  }
   num_ids_ = 0;
   for (size_t i = 0; i < row.size(); ++i)
     if (row[i] >= threshold) ids_[num_ids_++] = static_cast<int32_t>(i);
