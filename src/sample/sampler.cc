@@ -6,6 +6,12 @@
 
 namespace folio {
 
+RngStream make_rng_stream(const SamplingParams& params, uint64_t engine_seed,
+                          std::string_view request_id, uint32_t seq_index) {
+  if (params.seed) return RngStream::seeded(*params.seed, seq_index);
+  return RngStream::unseeded(engine_seed, request_id, seq_index);
+}
+
 Sampler::Sampler(SamplerConfig config)
     : config_(std::move(config)),
       penalties_(config_.vocab_size),

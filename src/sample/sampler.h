@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/sampling_params.h"
@@ -29,6 +30,11 @@ struct SampleRow {
   std::span<const int32_t> output_token_ids;  // its size is the step of the RNG draw
   RngStream rng;
 };
+
+// The stream of sequence `seq_index` of a request: seeded when params.seed is set, else derived
+// from the engine's seed and the request id (see rng_stream.h).
+RngStream make_rng_stream(const SamplingParams& params, uint64_t engine_seed,
+                          std::string_view request_id, uint32_t seq_index);
 
 struct SamplerConfig {
   int vocab_size = 0;

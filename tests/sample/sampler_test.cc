@@ -160,6 +160,17 @@ TEST(Sampler, UnseededStreamsDependOnRequestIdAndEngineSeed) {
   EXPECT_NE(a.out, c.out);
 }
 
+TEST(Sampler, MakeRngStreamPicksSeededOrDerived) {
+  SamplingParams p;
+  EXPECT_EQ(make_rng_stream(p, 5, "req", 1).key, RngStream::unseeded(5, "req", 1).key);
+  EXPECT_EQ(make_rng_stream(p, 5, "req", 1).tag, RngStream::kUnseededTag);
+  p.seed = 99;
+  const RngStream s = make_rng_stream(p, 5, "req", 1);
+  EXPECT_EQ(s.key, 99u);
+  EXPECT_EQ(s.seq_index, 1u);
+  EXPECT_EQ(s.tag, RngStream::kSeededTag);
+}
+
 TEST(PromptLogprobs, PositionsAndTopK) {
   constexpr int kVocab = 64;
   const std::vector<int32_t> prompt = {5, 9, 9, 40, 2};
