@@ -7,5 +7,7 @@
 namespace folio::tools {
 
 void register_generate(CLI::App& app, int& exit_code);
+void register_tokenize(CLI::App&, int&);
+void register_detokenize(CLI::App&, int&);
 
 }  // namespace folio::tools

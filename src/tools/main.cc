@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "folio 0.1.0");
   int exit_code = 0;
   folio::tools::register_generate(app, exit_code);
+  folio::tools::register_tokenize(app, exit_code);
+  folio::tools::register_detokenize(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
