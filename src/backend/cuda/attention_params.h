@@ -1,0 +1,54 @@
+// PagedAttentionParams: the geometry and device pointers of one paged attention call on the GPU,
+// shared by decode_attention and prefill_attention. Same meaning as cpu::PagedAttentionArgs
+// (backend/cpu/cpu_ops.h) and ForwardBatch: query token i of sequence s (rows
+// [query_start[s], query_start[s+1])) sits at position context_len - q_len + i and attends
+// causally to positions [0, that position], read through the sequence's block table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/dtype.h"
+#include "base/status.h"
+
+namespace folio::cuda {
+
+struct PagedAttentionParams {
+  DType dtype = DType::kBF16;
+  int num_seqs = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;  // divides num_heads (MHA, GQA, MQA)
+  int head_dim = 0;      // 64 or 128
+  int block_size = 0;    // any >= 1; 1 is token mode
+  float scale = 0.f;     // usually 1 / sqrt(head_dim)
+  const void* q = nullptr;        // [num_tokens, num_heads, head_dim]
+  const void* k_cache = nullptr;  // [num_slots, num_kv_heads, head_dim]
+  const void* v_cache = nullptr;  // same layout as k_cache
+  void* out = nullptr;            // [num_tokens, num_heads, head_dim]
+  // Device int32 arrays in ForwardBatch's layout.
+  const int32_t* query_start = nullptr;        // [num_seqs + 1]
+  const int32_t* context_lens = nullptr;       // [num_seqs]
+  const int32_t* block_table_start = nullptr;  // [num_seqs + 1]
+  const int32_t* block_table = nullptr;
+};
+
+// Shape checks shared by both kernels (user-reachable through a model config).
+inline Status check_attention_geometry(int num_heads, int num_kv_heads, int head_dim) {
+  if (num_heads <= 0 || num_kv_heads <= 0 || num_heads % num_kv_heads != 0)
+    return invalid_argument("attention: num_heads " + std::to_string(num_heads) +
+                            " is not a positive multiple of num_kv_heads " +
+                            std::to_string(num_kv_heads));
+  if (head_dim != 64 && head_dim != 128)
+    return unimplemented("attention: head_dim " + std::to_string(head_dim) +
+                         " (the CUDA kernels support 64 and 128)");
+  return Status();
+}
+
+inline Status check_attention_params(const PagedAttentionParams& p) {
+  FOLIO_RETURN_IF_ERROR(check_attention_geometry(p.num_heads, p.num_kv_heads, p.head_dim));
+  if (p.block_size <= 0)
+    return invalid_argument("attention: block_size " + std::to_string(p.block_size));
+  return Status();
+}
+
+}  // namespace folio::cuda

@@ -1,0 +1,96 @@
+#include "backend/cuda/device_memory.h"
+
+#include <utility>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace folio::cuda {
+
+Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
+  DeviceBuffer b;
+  if (bytes == 0) return b;
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.ptr_, bytes));
+  b.bytes_ = bytes;
+  return b;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  DeviceBuffer tmp(std::move(other));
+  swap(tmp);
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);  // an error here (a dead context) has nowhere to go
+}
+
+void DeviceBuffer::swap(DeviceBuffer& o) noexcept {
+  std::swap(ptr_, o.ptr_);
+  std::swap(bytes_, o.bytes_);
+}
+
+Result<PinnedHostBuffer> PinnedHostBuffer::allocate(size_t bytes) {
+  PinnedHostBuffer b;
+  if (bytes == 0) return b;
+  FOLIO_CUDA_RETURN_IF_ERROR(
+      cudaHostAlloc(&b.ptr_, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+  b.bytes_ = bytes;
+  return b;
+}
+
+PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& other) noexcept {
+  PinnedHostBuffer tmp(std::move(other));
+  swap(tmp);
+  return *this;
+}
+
+PinnedHostBuffer::~PinnedHostBuffer() {
+  if (ptr_) cudaFreeHost(ptr_);
+}
+
+void PinnedHostBuffer::swap(PinnedHostBuffer& o) noexcept {
+  std::swap(ptr_, o.ptr_);
+  std::swap(bytes_, o.bytes_);
+}
+
+Result<int> device_count() {
+  int n = 0;
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&n));
+  return n;
+}
+
+Result<DeviceInfo> device_info(int device) {
+  cudaDeviceProp p{};
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&p, device));
+  DeviceInfo info;
+  info.name = p.name;
+  info.num_sms = p.multiProcessorCount;
+  info.total_memory = p.totalGlobalMem;
+  info.max_smem_per_block_optin = p.sharedMemPerBlockOptin;
+  info.compute_major = p.major;
+  info.compute_minor = p.minor;
+  return info;
+}
+
+Status copy_async(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return Status();
+  return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)),
+                     "cudaMemcpyAsync");
+}
+
+Status copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status();
+  return cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+}
+
+Status memset_async(void* dst, int byte, size_t bytes, void* stream) {
+  if (bytes == 0) return Status();
+  return cuda_status(cudaMemsetAsync(dst, byte, bytes, as_stream(stream)), "cudaMemsetAsync");
+}
+
+Status synchronize(void* stream) {
+  if (stream) return cuda_status(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize");
+  return cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+}  // namespace folio::cuda

@@ -1,0 +1,75 @@
+// Device and pinned-host memory as RAII owners, plus the few runtime calls the executor needs,
+// all reporting errors as Status. Host-only header: no CUDA types cross it (a stream is an opaque
+// `void*`, nullptr meaning the legacy default stream).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "base/status.h"
+
+namespace folio::cuda {
+
+// Owns `bytes` of device memory (cudaMalloc); moves, never copies. An empty buffer is valid.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static Result<DeviceBuffer> allocate(size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  void* data() const { return ptr_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(DeviceBuffer& o) noexcept;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Owns page-locked host memory (cudaHostAlloc, portable + mapped), the swap pool's storage:
+// cudaMemcpyAsync to and from it is truly asynchronous.
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  static Result<PinnedHostBuffer> allocate(size_t bytes);
+  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept { swap(other); }
+  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept;
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  ~PinnedHostBuffer();
+
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(PinnedHostBuffer& o) noexcept;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct DeviceInfo {
+  std::string name;
+  int num_sms = 0;
+  size_t total_memory = 0;
+  size_t max_smem_per_block_optin = 0;
+  int compute_major = 0, compute_minor = 0;
+};
+
+// Number of CUDA devices; an error Status (never a crash) when there is no driver or no device.
+Result<int> device_count();
+Result<DeviceInfo> device_info(int device = 0);
+
+// Copies with cudaMemcpyAsync (direction inferred through unified addressing) on `stream`.
+Status copy_async(void* dst, const void* src, size_t bytes, void* stream = nullptr);
+// Blocking copy (then the data is usable on the host).
+Status copy(void* dst, const void* src, size_t bytes);
+Status memset_async(void* dst, int byte, size_t bytes, void* stream = nullptr);
+Status synchronize(void* stream = nullptr);
+
+}  // namespace folio::cuda

@@ -1,0 +1,84 @@
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/kv_cache_ops.h"
+
+namespace folio::cuda {
+namespace {
+
+// One block per token, threads over N-element packs of the K and V rows.
+template <typename T, int N>
+__global__ void reshape_and_cache_kernel(const T* k, const T* v, const int64_t* slot_mapping,
+                                         int kv_width, T* k_cache, T* v_cache) {
+  const int t = blockIdx.x;
+  const int64_t slot = slot_mapping[t];
+  if (slot < 0) return;
+  const int64_t src = static_cast<int64_t>(t) * kv_width, dst = slot * kv_width;
+  for (int i = threadIdx.x * N; i < kv_width; i += blockDim.x * N) {
+    *reinterpret_cast<Pack<T, N>*>(k_cache + dst + i) =
+        *reinterpret_cast<const Pack<T, N>*>(k + src + i);
+    *reinterpret_cast<Pack<T, N>*>(v_cache + dst + i) =
+        *reinterpret_cast<const Pack<T, N>*>(v + src + i);
+  }
+}
+
+// grid (pairs, caches): each block moves one block of one cache in 16-byte words.
+__global__ void copy_blocks_kernel(void* const* caches, size_t block_words,
+                                   const BlockCopy* pairs) {
+  const BlockCopy c = pairs[blockIdx.x];
+  uint4* base = static_cast<uint4*>(caches[blockIdx.y]);
+  const uint4* src = base + static_cast<int64_t>(c.src) * block_words;
+  uint4* dst = base + static_cast<int64_t>(c.dst) * block_words;
+  for (size_t i = threadIdx.x; i < block_words; i += blockDim.x) dst[i] = src[i];
+}
+
+}  // namespace
+
+Status reshape_and_cache(DType dtype, const void* k, const void* v, const int64_t* slot_mapping,
+                         int num_tokens, int kv_width, void* k_cache, void* v_cache,
+                         void* stream) {
+  if (num_tokens == 0) return Status();
+  return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
+    auto go = [&](auto kernel) {
+      kernel<<<num_tokens, 128, 0, as_stream(stream)>>>(
+          static_cast<const T*>(k), static_cast<const T*>(v), slot_mapping, kv_width,
+          static_cast<T*>(k_cache), static_cast<T*>(v_cache));
+    };
+    if (pack8_ok(kv_width, {k, v, k_cache, v_cache}))
+      go(reshape_and_cache_kernel<T, 8>);
+    else
+      go(reshape_and_cache_kernel<T, 1>);
+    return launch_status("reshape_and_cache_kernel");
+  });
+}
+
+Status copy_blocks(void* const* caches, int num_caches, size_t block_bytes,
+                   const BlockCopy* pairs, int num_pairs, void* stream) {
+  if (num_pairs == 0 || num_caches == 0) return Status();
+  if (block_bytes % 16 != 0)
+    return invalid_argument("copy_blocks: block of " + std::to_string(block_bytes) +
+                            " bytes is not a multiple of 16");
+  if (num_caches > 65535) return invalid_argument("copy_blocks: more than 65535 caches");
+  const dim3 grid(num_pairs, num_caches);
+  copy_blocks_kernel<<<grid, 256, 0, as_stream(stream)>>>(caches, block_bytes / 16, pairs);
+  return launch_status("copy_blocks_kernel");
+}
+
+Status copy_blocks_between(const void* const* src_bases, void* const* dst_bases, int num_caches,
+                           size_t block_bytes, std::span<const BlockCopy> pairs, void* stream) {
+  size_t i = 0;
+  while (i < pairs.size()) {
+    size_t run = 1;  // merge pairs whose src and dst both continue the previous pair's
+    while (i + run < pairs.size() && pairs[i + run].src == pairs[i].src + static_cast<int>(run) &&
+           pairs[i + run].dst == pairs[i].dst + static_cast<int>(run))
+      ++run;
+    for (int c = 0; c < num_caches; ++c) {
+      const char* src = static_cast<const char*>(src_bases[c]) + pairs[i].src * block_bytes;
+      char* dst = static_cast<char*>(dst_bases[c]) + pairs[i].dst * block_bytes;
+      FOLIO_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, run * block_bytes, cudaMemcpyDefault,
+                                                 as_stream(stream)));
+    }
+    i += run;
+  }
+  return Status();
+}
+
+}  // namespace folio::cuda

@@ -1,0 +1,41 @@
+// Paged KV-cache writes and copies on the GPU.
+//
+// Cache layout (same as the CPU reference, backend/cpu/cpu_ops.h): each layer's K and V cache is
+// [num_blocks * block_size, num_kv_heads, head_dim], so slot = block_id * block_size + offset
+// indexes a token's row directly and a block is one contiguous run of
+// block_size * num_kv_heads * head_dim elements. Token mode is block_size 1.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "backend/cuda/dtype.h"
+#include "backend/forward_batch.h"
+#include "base/status.h"
+
+namespace folio::cuda {
+
+// Writes the step's K and V ([num_tokens, kv_width], kv_width = num_kv_heads * head_dim) into
+// their cache rows at slot_mapping (device int64 [num_tokens]); negative slots are skipped.
+// One launch for K and V.
+Status reshape_and_cache(DType dtype, const void* k, const void* v, const int64_t* slot_mapping,
+                         int num_tokens, int kv_width, void* k_cache, void* v_cache,
+                         void* stream);
+
+// Copy-on-write: for every (src, dst) pair (device array [num_pairs]) copies block src over block
+// dst in each of the num_caches caches (device array of base pointers: e.g. every layer's K and
+// V), all in one launch. block_bytes must be a multiple of 16. Pairs must not chain (no dst that
+// is another pair's src): the copies run concurrently.
+Status copy_blocks(void* const* caches, int num_caches, size_t block_bytes,
+                   const BlockCopy* pairs, int num_pairs, void* stream);
+
+// Swap in/out: copies block pairs between two pools of the same geometry with cudaMemcpyAsync
+// (runs of consecutive src and dst ids merged into one copy). src_bases/dst_bases are HOST
+// arrays of num_caches base pointers (device cache and pinned host pool, either way round);
+// `pairs` is a host span. Asynchronous on `stream`: pinned host memory must stay alive until it
+// completes.
+Status copy_blocks_between(const void* const* src_bases, void* const* dst_bases, int num_caches,
+                           size_t block_bytes, std::span<const BlockCopy> pairs, void* stream);
+
+}  // namespace folio::cuda

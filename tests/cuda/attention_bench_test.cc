@@ -1,0 +1,146 @@
+// K1/K2 timings (docs/performance.md) of the attention kernels, run only when
+// FOLIO_CUDA_BENCH=1 (a timed unit test is not a benchmark: these print figures for the report and
+// assert nothing about speed). bf16, head_dim 128, 32 q / 8 kv heads, random data, CUDA events,
+// median of 20 runs after warm-up.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+
+#include "backend/cuda/decode_attention.h"
+#include "backend/cuda/prefill_attention.h"
+#include "cuda_test_util.h"
+
+namespace folio::cuda {
+namespace {
+
+constexpr int kHeads = 32, kKvHeads = 8, kDim = 128;
+
+bool bench_enabled() {
+  const char* e = std::getenv("FOLIO_CUDA_BENCH");
+  return e && std::string(e) == "1";
+}
+
+// Fills a device buffer with random bf16 by replicating a 16 MiB random chunk.
+void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
+  const size_t chunk = std::min<size_t>(bytes, 16u << 20);
+  auto host = testing::random_vec(chunk / 2, rng);
+  std::vector<uint16_t> bits(host.size());
+  for (size_t i = 0; i < host.size(); ++i) bits[i] = testing::to_bits(DType::kBF16, host[i]);
+  for (size_t off = 0; off < bytes; off += chunk)
+    ASSERT_TRUE(copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
+}
+
+struct Batch {
+  std::vector<int32_t> qs{0}, ctx, bts{0}, bt;
+  DeviceBuffer d_qs, d_ctx, d_bts, d_bt;
+};
+
+Batch make_batch(int batch, int context, int q_len, int block_size, std::mt19937& rng) {
+  Batch b;
+  const int per = (context + block_size - 1) / block_size;
+  std::vector<int32_t> phys(static_cast<size_t>(per) * batch);
+  std::iota(phys.begin(), phys.end(), 0);
+  std::shuffle(phys.begin(), phys.end(), rng);
+  for (int s = 0; s < batch; ++s) {
+    b.qs.push_back(b.qs.back() + q_len);
+    b.ctx.push_back(context);
+    b.bt.insert(b.bt.end(), phys.begin() + s * per, phys.begin() + (s + 1) * per);
+    b.bts.push_back(static_cast<int32_t>(b.bt.size()));
+  }
+  b.d_qs = testing::upload_raw(b.qs);
+  b.d_ctx = testing::upload_raw(b.ctx);
+  b.d_bts = testing::upload_raw(b.bts);
+  b.d_bt = testing::upload_raw(b.bt);
+  return b;
+}
+
+template <typename F>
+double median_us(F&& f) {
+  for (int i = 0; i < 3; ++i) f();
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> ms;
+  for (int i = 0; i < 20; ++i) {
+    cudaEventRecord(a);
+    f();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2] * 1000.0;
+}
+
+PagedAttentionParams params(const Batch& b, int block_size, void* q, void* kc, void* vc, void* out) {
+  PagedAttentionParams p;
+  p.dtype = DType::kBF16;
+  p.num_seqs = static_cast<int>(b.ctx.size());
+  p.num_heads = kHeads;
+  p.num_kv_heads = kKvHeads;
+  p.head_dim = kDim;
+  p.block_size = block_size;
+  p.scale = 1.f / std::sqrt(128.f);
+  p.q = q;
+  p.k_cache = kc;
+  p.v_cache = vc;
+  p.out = out;
+  p.query_start = b.d_qs.as<int32_t>();
+  p.context_lens = b.d_ctx.as<int32_t>();
+  p.block_table_start = b.d_bts.as<int32_t>();
+  p.block_table = b.d_bt.as<int32_t>();
+  return p;
+}
+
+TEST(AttentionBench, K1DecodeAndK2Prefill) {
+  FOLIO_REQUIRE_GPU();
+  if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time the attention kernels";
+  auto info = device_info();
+  ASSERT_TRUE(info.ok());
+  std::mt19937 rng(3);
+  const size_t slot_bytes = size_t{kKvHeads} * kDim * 2;
+  const size_t max_tokens = size_t{128} * 8192;  // the largest case below
+  auto kc = DeviceBuffer::allocate(max_tokens * slot_bytes + (64u << 10) * 0);
+  auto vc = DeviceBuffer::allocate(max_tokens * slot_bytes);
+  auto q = DeviceBuffer::allocate(size_t{8192} * kHeads * kDim * 2);
+  auto out = DeviceBuffer::allocate(size_t{8192} * kHeads * kDim * 2);
+  ASSERT_TRUE(kc.ok() && vc.ok() && q.ok() && out.ok());
+  fill_random(kc->data(), kc->bytes(), rng);
+  fill_random(vc->data(), vc->bytes(), rng);
+  fill_random(q->data(), q->bytes(), rng);
+  std::printf("device: %s, %d SMs\n", info->name.c_str(), info->num_sms);
+  struct D { int batch, ctx, bs; };
+  for (D c : {D{1, 8192, 16}, D{32, 2048, 16}, D{128, 2048, 16}, D{128, 8192, 16}, D{128, 2048, 1}}) {
+    Batch b = make_batch(c.batch, c.ctx, 1, c.bs, rng);
+    auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms);
+    ASSERT_TRUE(plan.ok());
+    auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
+    ASSERT_TRUE(ws.ok());
+    auto p = params(b, c.bs, q->data(), kc->data(), vc->data(), out->data());
+    const double us = median_us([&] { (void)decode_attention(p, *plan, ws->data(), nullptr); });
+    const double bytes = 2.0 * c.batch * c.ctx * slot_bytes;
+    std::printf("K1 decode b%d L%d page %d: %.1f us, %.2f TB/s (partition %d x %d)\n", c.batch,
+                c.ctx, c.bs, us, bytes / us / 1e6, plan->partition_size, plan->max_partitions);
+  }
+  struct P { int batch, len; };
+  for (P c : {P{64, 128}, P{8, 1024}, P{1, 8192}}) {
+    Batch b = make_batch(c.batch, c.len, c.len, 16, rng);
+    auto plan = plan_prefill_attention(b.qs, kHeads, kKvHeads);
+    ASSERT_TRUE(plan.ok());
+    auto p = params(b, 16, q->data(), kc->data(), vc->data(), out->data());
+    const double us = median_us([&] { (void)prefill_attention(p, *plan, nullptr); });
+    const double flops = 4.0 * c.batch * c.len * c.len * kDim * kHeads / 2;  // causal
+    std::printf("K2 prefill %dx%d: %.1f us, %.1f TFLOP/s\n", c.batch, c.len, us, flops / us / 1e6);
+  }
+  FOLIO_ASSERT_OK(synchronize());
+}
+
+}  // namespace
+}  // namespace folio::cuda

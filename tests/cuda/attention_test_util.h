@@ -1,0 +1,102 @@
+// A random paged-attention problem (block tables over shuffled physical blocks, caches and q
+// filled with random dtype-rounded values), its CPU reference output, and device copies.
+#pragma once
+
+#include <algorithm>
+#include <numeric>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cuda/attention_params.h"
+#include "cuda_test_util.h"
+
+namespace folio::cuda::testing {
+
+struct SeqSpec {
+  int context_len;  // tokens in KV after the step
+  int q_len;        // new tokens this step (1 for decode)
+};
+
+struct AttentionProblem {
+  DType dt;
+  int num_heads, num_kv_heads, head_dim, block_size;
+  std::vector<int32_t> query_start{0}, context_lens, block_table_start{0}, block_table;
+  std::vector<float> q, k_cache, v_cache, ref;
+  DevTensor dq, dk, dv, dout;
+  DeviceBuffer d_query_start, d_context_lens, d_bts, d_bt;
+
+  AttentionProblem(DType dtype, int heads, int kv_heads, int hd, int bs,
+                   const std::vector<SeqSpec>& seqs, std::mt19937& rng)
+      : dt(dtype), num_heads(heads), num_kv_heads(kv_heads), head_dim(hd), block_size(bs) {
+    int total_blocks = 0;
+    for (const auto& s : seqs) total_blocks += (s.context_len + bs - 1) / bs;
+    const int num_blocks = total_blocks + 3;  // a few never-referenced blocks
+    std::vector<int32_t> phys(num_blocks);
+    std::iota(phys.begin(), phys.end(), 0);
+    std::shuffle(phys.begin(), phys.end(), rng);
+    int next = 0;
+    for (const auto& s : seqs) {
+      query_start.push_back(query_start.back() + s.q_len);
+      context_lens.push_back(s.context_len);
+      for (int b = 0; b < (s.context_len + bs - 1) / bs; ++b) block_table.push_back(phys[next++]);
+      block_table_start.push_back(static_cast<int32_t>(block_table.size()));
+    }
+    const size_t slot_elems = static_cast<size_t>(kv_heads) * hd;
+    // Keys with a spread of magnitudes so the softmax is not flat.
+    k_cache = rounded(dt, random_vec(slot_elems * num_blocks * bs, rng, -2, 2));
+    v_cache = rounded(dt, random_vec(k_cache.size(), rng));
+    q = rounded(dt, random_vec(static_cast<size_t>(query_start.back()) * heads * hd, rng, -2, 2));
+    ref.resize(q.size());
+    cpu::paged_attention(cpu_args(), q.data(), k_cache.data(), v_cache.data(), ref.data());
+    dq = DevTensor::upload(dt, q);
+    dk = DevTensor::upload(dt, k_cache);
+    dv = DevTensor::upload(dt, v_cache);
+    dout = DevTensor::poisoned(dt, q.size());
+    d_query_start = upload_raw(query_start);
+    d_context_lens = upload_raw(context_lens);
+    d_bts = upload_raw(block_table_start);
+    d_bt = upload_raw(block_table);
+  }
+
+  float scale() const { return 1.f / std::sqrt(static_cast<float>(head_dim)); }
+
+  cpu::PagedAttentionArgs cpu_args() const {
+    cpu::PagedAttentionArgs a;
+    a.num_seqs = static_cast<int>(context_lens.size());
+    a.num_heads = num_heads;
+    a.num_kv_heads = num_kv_heads;
+    a.head_dim = head_dim;
+    a.block_size = block_size;
+    a.scale = scale();
+    a.query_start = query_start.data();
+    a.context_lens = context_lens.data();
+    a.block_table_start = block_table_start.data();
+    a.block_table = block_table.data();
+    return a;
+  }
+
+  PagedAttentionParams params() const {
+    PagedAttentionParams p;
+    p.dtype = dt;
+    p.num_seqs = static_cast<int>(context_lens.size());
+    p.num_heads = num_heads;
+    p.num_kv_heads = num_kv_heads;
+    p.head_dim = head_dim;
+    p.block_size = block_size;
+    p.scale = scale();
+    p.q = dq.data();
+    p.k_cache = dk.data();
+    p.v_cache = dv.data();
+    p.out = dout.data();
+    p.query_start = d_query_start.as<int32_t>();
+    p.context_lens = d_context_lens.as<int32_t>();
+    p.block_table_start = d_bts.as<int32_t>();
+    p.block_table = d_bt.as<int32_t>();
+    return p;
+  }
+
+  double error() const { return rel_error(dout.download(), ref); }
+};
+
+inline double attention_tol(DType dt) { return dt == DType::kBF16 ? 1e-2 : 3e-3; }
+
+}  // namespace folio::cuda::testing

@@ -1,0 +1,123 @@
+// reshape_and_cache, copy_blocks (copy-on-write, all layers in one launch) and the swap copies
+// between the device cache and pinned host blocks, checked bit-exactly against the CPU reference.
+#include <numeric>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cuda/kv_cache_ops.h"
+#include "cuda_test_util.h"
+
+namespace folio::cuda {
+namespace {
+
+using testing::DevTensor;
+using testing::rounded;
+
+class KvCacheOpsTest : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { FOLIO_REQUIRE_GPU(); }
+  DType dt() const { return GetParam(); }
+  std::mt19937 rng{99};
+};
+
+TEST_P(KvCacheOpsTest, ReshapeAndCacheWritesSlotsAndSkipsNegative) {
+  for (int kv_width : {3 * 128, 5 * 7}) {  // packed and scalar paths
+    const int num_slots = 64, T = 20;
+    auto kc = rounded(dt(), testing::random_vec(static_cast<size_t>(num_slots) * kv_width, rng));
+    auto vc = rounded(dt(), testing::random_vec(kc.size(), rng));
+    auto k = rounded(dt(), testing::random_vec(static_cast<size_t>(T) * kv_width, rng));
+    auto v = rounded(dt(), testing::random_vec(k.size(), rng));
+    std::vector<int64_t> slots(T);
+    std::vector<int> perm(num_slots);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (int t = 0; t < T; ++t) slots[t] = t % 4 == 3 ? -1 : perm[t];
+    auto dkc = DevTensor::upload(dt(), kc), dvc = DevTensor::upload(dt(), vc);
+    auto dk = DevTensor::upload(dt(), k), dv = DevTensor::upload(dt(), v);
+    auto dslots = testing::upload_raw(slots);
+    FOLIO_ASSERT_OK(reshape_and_cache(dt(), dk.data(), dv.data(), dslots.as<int64_t>(), T,
+                                      kv_width, dkc.data(), dvc.data(), nullptr));
+    cpu::reshape_and_cache(k.data(), v.data(), slots.data(), T, kv_width, kc.data(), vc.data());
+    EXPECT_EQ(dkc.download(), kc) << "kv_width " << kv_width;
+    EXPECT_EQ(dvc.download(), vc) << "kv_width " << kv_width;
+  }
+}
+
+TEST_P(KvCacheOpsTest, CopyBlocksCopiesEveryLayerInOneLaunch) {
+  const int layers = 3, num_blocks = 12;
+  const size_t block_elems = 16 * 2 * 64;  // block_size 16, 2 kv heads, head_dim 64
+  std::vector<std::vector<float>> host;
+  std::vector<DevTensor> dev;
+  std::vector<void*> ptrs;
+  for (int c = 0; c < 2 * layers; ++c) {  // K and V of each layer
+    host.push_back(rounded(dt(), testing::random_vec(block_elems * num_blocks, rng)));
+    dev.push_back(DevTensor::upload(dt(), host.back()));
+    ptrs.push_back(dev.back().data());
+  }
+  const std::vector<BlockCopy> pairs = {{0, 5}, {3, 4}, {11, 1}, {3, 7}};
+  std::vector<int32_t> src, dst;
+  for (auto p : pairs) {
+    src.push_back(p.src);
+    dst.push_back(p.dst);
+  }
+  auto dptrs = testing::upload_raw(ptrs);
+  auto dpairs = testing::upload_raw(pairs);
+  FOLIO_ASSERT_OK(copy_blocks(dptrs.as<void*>(), 2 * layers, block_elems * 2,
+                              dpairs.as<BlockCopy>(), static_cast<int>(pairs.size()), nullptr));
+  for (int c = 0; c < 2 * layers; ++c) {
+    cpu::copy_blocks(host[c].data(), block_elems, src, dst);
+    EXPECT_EQ(dev[c].download(), host[c]) << "cache " << c;
+  }
+}
+
+TEST_P(KvCacheOpsTest, SwapOutAndInRoundTripsThroughPinnedHost) {
+  const int caches = 4, dev_blocks = 10, host_blocks = 6;
+  const size_t block_elems = 8 * 3 * 128, block_bytes = block_elems * 2;
+  std::vector<std::vector<float>> dev_host;
+  std::vector<DevTensor> dev;
+  std::vector<PinnedHostBuffer> pinned;
+  std::vector<const void*> dev_src;
+  std::vector<void*> dev_dst, pin_dst;
+  std::vector<const void*> pin_src;
+  for (int c = 0; c < caches; ++c) {
+    dev_host.push_back(rounded(dt(), testing::random_vec(block_elems * dev_blocks, rng)));
+    dev.push_back(DevTensor::upload(dt(), dev_host.back()));
+    pinned.push_back(std::move(PinnedHostBuffer::allocate(block_bytes * host_blocks).value()));
+    std::memset(pinned.back().data(), 0, block_bytes * host_blocks);
+    dev_src.push_back(dev.back().data());
+    dev_dst.push_back(dev.back().data());
+    pin_dst.push_back(pinned.back().data());
+    pin_src.push_back(pinned.back().data());
+  }
+  // Out: device blocks 2,3,4 -> host 0,1,2 (one merged run) and 9 -> 5.
+  const std::vector<BlockCopy> out = {{2, 0}, {3, 1}, {4, 2}, {9, 5}};
+  FOLIO_ASSERT_OK(copy_blocks_between(dev_src.data(), pin_dst.data(), caches, block_bytes, out, nullptr));
+  FOLIO_ASSERT_OK(synchronize());
+  for (int c = 0; c < caches; ++c)
+    for (auto p : out)
+      for (size_t e = 0; e < block_elems; ++e) {
+        const uint16_t bits = static_cast<const uint16_t*>(pinned[c].data())[p.dst * block_elems + e];
+        ASSERT_EQ(testing::from_bits(dt(), bits), dev_host[c][p.src * block_elems + e]);
+      }
+  // In: host 0,1 -> device 7,8 and host 5 -> device 0.
+  const std::vector<BlockCopy> in = {{0, 7}, {1, 8}, {5, 0}};
+  FOLIO_ASSERT_OK(copy_blocks_between(pin_src.data(), dev_dst.data(), caches, block_bytes, in, nullptr));
+  for (int c = 0; c < caches; ++c) {
+    auto expect = dev_host[c];
+    auto put = [&](int host_block, int dev_block) {
+      // host block h holds what device block out[h].src held
+      const int orig = host_block == 5 ? 9 : 2 + host_block;
+      std::copy_n(dev_host[c].begin() + orig * block_elems, block_elems,
+                  expect.begin() + dev_block * block_elems);
+    };
+    put(0, 7);
+    put(1, 8);
+    put(5, 0);
+    EXPECT_EQ(dev[c].download(), expect) << "cache " << c;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, KvCacheOpsTest, ::testing::Values(DType::kBF16, DType::kFP16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace folio::cuda
