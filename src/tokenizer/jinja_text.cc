@@ -39,6 +39,37 @@ char32_t to_lower_cp(char32_t cp) {
   return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
 }
 
+char32_t to_title_cp(char32_t cp) {
+  if (cp >= 0xDC00 && cp <= 0xDCFF) return cp;
+  return static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp)));
+}
+
+// Python applies SpecialCasing.txt's unconditional full mappings; these are the common ones
+// (utf8proc only has the one-to-one mappings).
+bool append_special(std::string& out, char32_t cp, char mode) {
+  const char* s = nullptr;
+  if (cp == 0xDF) s = mode == 'u' ? "SS" : mode == 't' ? "Ss" : nullptr;            // ß
+  else if (cp == 0x130 && mode == 'l') s = "i\xCC\x87";                           // İ
+  else if (cp >= 0xFB00 && cp <= 0xFB06 && mode != 'l') {                           // ﬀ..ﬆ
+    static const char* kUpper[] = {"FF", "FI", "FL", "FFI", "FFL", "ST", "ST"};
+    static const char* kTitle[] = {"Ff", "Fi", "Fl", "Ffi", "Ffl", "St", "St"};
+    s = (mode == 'u' ? kUpper : kTitle)[cp - 0xFB00];
+  }
+  if (!s) return false;
+  out += s;
+  return true;
+}
+
+void append_upper(std::string& out, char32_t cp) {
+  if (!append_special(out, cp, 'u')) append_utf8(out, to_upper_cp(cp));
+}
+void append_lower(std::string& out, char32_t cp) {
+  if (!append_special(out, cp, 'l')) append_utf8(out, to_lower_cp(cp));
+}
+void append_title(std::string& out, char32_t cp) {
+  if (!append_special(out, cp, 't')) append_utf8(out, to_title_cp(cp));
+}
+
 bool is_printable(char32_t cp) {
   if (cp == ' ') return true;
   if (cp >= 0xDC00 && cp <= 0xDCFF) return false;
@@ -146,13 +177,13 @@ std::string py_strip(std::string_view s, const std::optional<std::string>& chars
 
 std::string py_upper(std::string_view s) {
   std::string out;
-  for (char32_t cp : decode_utf8(s)) append_utf8(out, to_upper_cp(cp));
+  for (char32_t cp : decode_utf8(s)) append_upper(out, cp);
   return out;
 }
 
 std::string py_lower(std::string_view s) {
   std::string out;
-  for (char32_t cp : decode_utf8(s)) append_utf8(out, to_lower_cp(cp));
+  for (char32_t cp : decode_utf8(s)) append_lower(out, cp);
   return out;
 }
 
@@ -160,7 +191,7 @@ std::string py_capitalize(std::string_view s) {
   std::string out;
   bool first = true;
   for (char32_t cp : decode_utf8(s)) {
-    append_utf8(out, first ? to_upper_cp(cp) : to_lower_cp(cp));
+    if (first) append_title(out, cp); else append_lower(out, cp);
     first = false;
   }
   return out;
@@ -170,7 +201,7 @@ std::string py_title(std::string_view s) {
   std::string out;
   bool previous_cased = false;
   for (char32_t cp : decode_utf8(s)) {
-    append_utf8(out, previous_cased ? to_lower_cp(cp) : to_upper_cp(cp));
+    if (previous_cased) append_lower(out, cp); else append_title(out, cp);
     previous_cased = is_cased(cp);
   }
   return out;
