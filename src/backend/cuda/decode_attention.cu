@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs<T> a) {
   const int gcount = min(GC, G - chunk * GC);
   const int h0 = kvh * G + chunk * GC;
   const int ctx = a.context_lens[s];
-  const int nparts = max(1, (ctx + P - 1) / P);
+  const int nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
   if (part >= nparts) return;
   const int start = part * P;
   const int n = max(0, min(ctx - start, P));
@@ -174,7 +174,8 @@ template <typename T, int D>
 __global__ void decode_reduce_kernel(DecodeArgs<T> a) {
   const int h = blockIdx.x, s = blockIdx.y;
   const int P = a.partition_size;
-  const int nparts = (a.context_lens[s] + P - 1) / P;
+  // Clamped: a plan made from other context lengths must not send reads past the workspace.
+  const int nparts = min((a.context_lens[s] + P - 1) / P, a.max_partitions);
   if (nparts <= 1) return;
   const int64_t base = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions;
   const float* m = a.partial_m + base;

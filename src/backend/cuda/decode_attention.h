@@ -32,9 +32,10 @@ Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, 
                                          int num_kv_heads, int head_dim, int num_sms,
                                          int partition_size = 0);
 
-// Every sequence of `p` must have exactly one query token (query_start[s+1] - query_start[s]
-// == 1); mixed batches use prefill_attention for their prefill part. `workspace` holds at least
-// plan.workspace_bytes.
+// The plan must come from this batch's context lengths (a stale one computes garbage for the
+// sequences longer than it planned, but never reads outside the workspace). Every sequence of
+// `p` has exactly one query token (query_start[s+1] - query_start[s] == 1); a mixed batch runs
+// its prefill part through prefill_attention. `workspace` holds plan.workspace_bytes.
 Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, void* workspace,
                         void* stream);
 

@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs<T> a) {
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     l = l * alpha + sum;
     m = m_new;
-    for (int d = 0; d < D / 2; ++d) o_row[d] *= alpha;
+    if (alpha != 1.f)  // once the row max settles most tiles skip the rescale
+      for (int d = 0; d < D / 2; ++d) o_row[d] *= alpha;
     __syncwarp();
     // O_w[16][D] += P_w[16][BN] · V[BN][D]
 #pragma unroll
