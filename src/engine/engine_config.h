@@ -1,0 +1,30 @@
+// EngineConfig: every engine knob, validated once, shared by `generate`, `serve` and `bench`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "sched/scheduler_config.h"
+
+namespace folio {
+
+enum class KvCacheMode { kPaged, kToken };
+
+struct EngineConfig {
+  KvCacheMode kv_mode = KvCacheMode::kPaged;
+  int block_size = 16;           // paged mode; token mode is 1
+  int num_kv_blocks = 0;         // 0: sized from kv_cache_memory_gib (paged mode)
+  int max_total_tokens = 0;      // token mode pool; 0: sized from kv_cache_memory_gib
+  double kv_cache_memory_gib = 0.25;  // CPU backend: KV budget when no explicit size is given
+  double swap_space_gib = 0.0;   // host swap pool
+  bool enable_prefix_caching = true;
+  SchedulerConfig sched;
+  int max_logprobs = 20;
+  uint64_t seed = 0;             // engine seed for requests without their own
+  int log_every_steps = 0;       // 0: only a summary at the end
+
+  Status validate() const;
+};
+
+}  // namespace folio

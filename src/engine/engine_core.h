@@ -1,0 +1,105 @@
+// EngineCore: the engine loop of one model, vLLM V1's EngineCore. Each step():
+//   schedule (sched/) -> swap and copy-on-write copies -> build the ForwardBatch -> execute
+//   (backend) -> sample (sample/) -> stop checks and detokenization -> update the scheduler ->
+//   push each request's news to its sink.
+// Engine thread only: nothing here is thread-safe (AsyncEngine wraps it for the server).
+//
+// Requests are identified by the caller's string id; the scheduler sees a numeric GroupId.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/executor.h"
+#include "engine/engine_client.h"
+#include "engine/engine_config.h"
+#include "engine/sequence_output.h"
+#include "kv/kv_cache_manager.h"
+#include "model/model_config.h"
+#include "sample/sampler.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace folio {
+
+struct EngineCounters {
+  int64_t num_requests = 0;
+  int64_t prompt_tokens = 0;     // prompt tokens of finished-or-running requests
+  int64_t generated_tokens = 0;  // tokens sampled
+  int64_t computed_tokens = 0;   // tokens run through the model (prefill + decode + recompute)
+};
+
+class EngineCore {
+ public:
+  // Receives a request's outputs, on the engine thread. Deltas only (streaming) or, for
+  // `final_only` requests, one output with the full result when the request ends.
+  using Sink = std::function<void(RequestOutput&&)>;
+
+  // `tokenizer` may be null (token ids in and out only).
+  static Result<std::unique_ptr<EngineCore>> create(const EngineConfig& config,
+                                                    const ModelConfig& model,
+                                                    std::unique_ptr<Executor> executor,
+                                                    std::shared_ptr<const Tokenizer> tokenizer);
+
+  ~EngineCore();
+
+  // Validates and queues a request. Errors (bad params, ids outside the vocabulary, prompt over
+  // the context) are returned and nothing is queued.
+  Status add_request(GenerateRequest request, Sink sink, bool final_only);
+  // Ends a live request with finish_reason "abort", freeing its KV blocks now.
+  void abort(const std::string& request_id);
+  // Runs one iteration. A non-ok status means the executor failed (fatal for the engine).
+  Status step();
+  bool has_unfinished() const { return !requests_.empty(); }
+
+  const Scheduler& scheduler() const { return *scheduler_; }
+  const KvCacheManager& kv() const { return *kv_; }
+  const EngineCounters& counters() const { return counters_; }
+  const EngineConfig& config() const { return config_; }
+  const ModelConfig& model_config() const { return model_; }
+  const Executor& executor() const { return *executor_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  int max_model_len() const { return config_.sched.max_model_len; }
+  int64_t kv_capacity_tokens() const;
+
+ private:
+  struct RequestState;
+  EngineCore(const EngineConfig& config, const ModelConfig& model,
+             std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
+             std::unique_ptr<KvCacheManager> kv);
+
+  void apply_defaults(SamplingParams& p) const;
+  void sample_entry(const ScheduledSeq& entry, std::span<const float> row, StepResult& result);
+  void record_prompt_logprobs(RequestState& r, const ScheduledSeq& entry,
+                              std::span<const float> logits);
+  void emit(RequestState& r, bool final_output);
+  void finish_request(GroupId gid);
+  RequestState* find_by_seq(SeqId seq);
+
+  EngineConfig config_;
+  ModelConfig model_;
+  std::unique_ptr<Executor> executor_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<KvCacheManager> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  Sampler sampler_;
+
+  std::unordered_map<GroupId, std::unique_ptr<RequestState>> requests_;
+  std::unordered_map<std::string, GroupId> by_id_;
+  std::unordered_map<SeqId, GroupId> seq_owner_;
+  GroupId next_group_ = 1;
+  EngineCounters counters_;
+  // Step scratch.
+  ForwardBatch batch_;
+  std::vector<float> logits_;
+};
+
+// Creates the KV manager the config asks for, sized to `num_blocks` device blocks (slots in
+// token mode) and `num_host_blocks` swap blocks.
+std::unique_ptr<KvCacheManager> make_kv_cache_manager(const EngineConfig& config, int num_blocks,
+                                                      int num_host_blocks);
+
+}  // namespace folio

@@ -1,0 +1,25 @@
+// Builds a ready EngineCore from a Hugging Face model folder: config, weights (or dummy ones),
+// tokenizer when the folder has one, the executor for the device, and the KV cache sized from
+// the config.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine_core.h"
+
+namespace folio {
+
+struct LoadOptions {
+  std::string model_dir;
+  std::string device = "cpu";        // "cpu" (this build's only executor so far)
+  std::string load_format = "auto";  // "auto" (safetensors) or "dummy" (random weights)
+  std::string model_config_file;     // with dummy: a config.json path instead of model_dir
+};
+
+Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& options, EngineConfig config);
+
+// The KV cache shape the config asks for on this model (block size 1 in token mode).
+KvCacheShape plan_kv_cache(const EngineConfig& config, const ModelConfig& model);
+
+}  // namespace folio

@@ -1,0 +1,166 @@
+// EngineCore::step() and the per-step output processing.
+#include <algorithm>
+
+#include "base/log.h"
+#include "engine/batch_builder.h"
+#include "engine/engine_core.h"
+#include "engine/request_state.h"
+
+namespace folio {
+
+namespace {
+std::vector<BlockCopy> to_block_copies(const std::vector<KvCopy>& v) {
+  std::vector<BlockCopy> out;
+  out.reserve(v.size());
+  for (const auto& c : v) out.push_back({c.src, c.dst});
+  return out;
+}
+
+PositionLogprobs to_position(const TokenLogprobs& lp) {
+  PositionLogprobs p{lp.token_id, lp.logprob, lp.rank, {}};
+  for (const auto& t : lp.top) p.top.push_back({t.token_id, t.logprob});
+  return p;
+}
+}  // namespace
+
+Status EngineCore::step() {
+  SchedulerOutput so = scheduler_->schedule();
+  for (const FailedGroup& f : so.failed) {
+    auto it = requests_.find(f.group_id);
+    if (it == requests_.end()) continue;
+    RequestOutput out;
+    out.finished = true;
+    out.num_prompt_tokens = static_cast<int>(it->second->prompt.size());
+    out.error = invalid_argument(f.message);
+    it->second->sink(std::move(out));
+    finish_request(f.group_id);
+  }
+  if (so.empty()) return Status();
+
+  executor_->swap_out(to_block_copies(so.swap_out));
+  executor_->swap_in(to_block_copies(so.swap_in));
+  executor_->copy_blocks(to_block_copies(so.copies));
+
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<bool> all_rows(so.seqs.size(), false);
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const ScheduledSeq& e = so.seqs[i];
+    RequestState& r = *requests_.at(e.group_id);
+    if (r.num_cached_prompt_tokens < 0) {  // first schedule: what the prefix cache served
+      r.num_cached_prompt_tokens = e.start_pos;
+      r.queue_time_s = std::chrono::duration<double>(now - r.arrival).count();
+    }
+    all_rows[i] = e.start_pos == r.plp_next && r.plp_next < static_cast<int>(r.prompt.size());
+  }
+  BatchRows rows;
+  build_forward_batch(so, all_rows, batch_, rows);
+  FOLIO_RETURN_IF_ERROR(executor_->execute(batch_, logits_));
+  counters_.computed_tokens += batch_.num_tokens();
+
+  const size_t vocab = static_cast<size_t>(model_.vocab_size);
+  StepResult result;
+  std::vector<GroupId> touched;
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const ScheduledSeq& e = so.seqs[i];
+    RequestState& r = *requests_.at(e.group_id);
+    if (rows.all_rows[i]) {
+      std::span<const float> block(logits_.data() + rows.first_row[i] * vocab,
+                                   static_cast<size_t>(e.num_tokens()) * vocab);
+      record_prompt_logprobs(r, e, block);
+    }
+    const int row = rows.sample_row(i);
+    if (row < 0) continue;
+    sample_entry(e, std::span<const float>(logits_.data() + row * vocab, vocab), result);
+    touched.push_back(e.group_id);
+  }
+  UpdateResult upd = scheduler_->update_from_output(result);
+  for (SeqId s : upd.finished_by_length)
+    if (RequestState* r = find_by_seq(s)) r->outputs[r->seq_index.at(s)]->finish("length");
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (GroupId g : upd.finished_groups) {
+    auto it = requests_.find(g);
+    if (it == requests_.end()) continue;
+    for (auto& o : it->second->outputs) o->finish("length");  // no-op for finished ones
+    emit(*it->second, true);
+    finish_request(g);
+  }
+  for (GroupId g : touched) {
+    auto it = requests_.find(g);
+    if (it != requests_.end() && !it->second->final_only) emit(*it->second, false);
+  }
+  if (config_.log_every_steps > 0 && scheduler_->stats().num_steps % config_.log_every_steps == 0)
+    log_info(scheduler_->summary());
+  return Status();
+}
+
+// Samples one token for every sequence the entry's logits row feeds (n siblings at the end of
+// a prompt, else the sequence itself) and applies the stop checks.
+void EngineCore::sample_entry(const ScheduledSeq& e, std::span<const float> row,
+                              StepResult& result) {
+  RequestState& r = *requests_.at(e.group_id);
+  std::vector<int32_t> leader_output;
+  if (auto it = r.seq_index.find(e.seq_id); it != r.seq_index.end())
+    leader_output = r.outputs[it->second]->token_ids();
+  for (SeqId seq : e.sample_seq_ids) {
+    auto [it, fresh] = r.seq_index.try_emplace(seq, static_cast<int>(r.outputs.size()));
+    if (fresh) {
+      r.outputs.push_back(std::make_unique<SequenceOutput>(it->second, tokenizer_.get(), r.params,
+                                                             model_.generation.eos_token_ids));
+      seq_owner_[seq] = r.gid;
+    }
+    SequenceOutput& out = *r.outputs[it->second];
+    const uint32_t j = static_cast<uint32_t>(it->second);
+    SampleRow sr;
+    sr.params = &r.params;
+    sr.prompt_token_ids = r.prompt;
+    // A sibling forked this step has the leader's (empty or recomputed) history.
+    sr.output_token_ids = fresh ? std::span<const int32_t>(leader_output) : out.token_ids();
+    sr.rng = r.params.seed ? RngStream::seeded(*r.params.seed, j)
+                           : RngStream::unseeded(config_.seed, r.id, j);
+    TokenLogprobs lp = sampler_.sample_row(row, sr);
+    result.sampled.push_back({seq, lp.token_id});
+    counters_.generated_tokens++;
+    r.num_generated++;
+    if (out.add_token(lp.token_id, lp))
+      result.finished.push_back({seq, SeqStatus::kFinishedStopped});
+  }
+}
+
+void EngineCore::record_prompt_logprobs(RequestState& r, const ScheduledSeq& e,
+                                        std::span<const float> logits) {
+  const int prompt_len = static_cast<int>(r.prompt.size());
+  const int end = std::min(e.start_pos + e.num_tokens(), prompt_len);
+  const size_t vocab = static_cast<size_t>(model_.vocab_size);
+  auto entries = prompt_logprobs(logits.subspan(0, static_cast<size_t>(end - e.start_pos) * vocab),
+                                 model_.vocab_size, r.prompt, *r.params.prompt_logprobs, e.start_pos);
+  for (auto& en : entries)
+    r.prompt_logprobs.push_back(en ? std::optional<PositionLogprobs>(to_position(*en)) : std::nullopt);
+  r.plp_next = end;
+}
+
+void EngineCore::emit(RequestState& r, bool final_output) {
+  RequestOutput out;
+  out.num_prompt_tokens = static_cast<int>(r.prompt.size());
+  out.num_cached_prompt_tokens = std::max(0, r.num_cached_prompt_tokens);
+  out.num_generated_tokens = r.num_generated;
+  out.queue_time_s = r.queue_time_s;
+  out.finished = final_output;
+  if (!r.sent_prompt_logprobs && r.params.prompt_logprobs &&
+      static_cast<int>(r.prompt_logprobs.size()) >= out.num_prompt_tokens) {
+    out.prompt_logprobs = r.prompt_logprobs;
+    r.sent_prompt_logprobs = true;
+  }
+  for (auto& o : r.outputs) {
+    if (r.final_only) {
+      if (final_output) out.deltas.push_back(o->full());
+      continue;
+    }
+    CompletionDelta d = o->take_delta();
+    if (!d.token_ids.empty() || !d.text.empty() || d.finish_reason) out.deltas.push_back(std::move(d));
+  }
+  if (!final_output && out.deltas.empty() && out.prompt_logprobs.empty()) return;
+  r.sink(std::move(out));
+}
+
+}  // namespace folio

@@ -1,0 +1,34 @@
+// EngineCore::RequestState: the engine's private record of one live request (output side and
+// bookkeeping the scheduler does not keep). Included only by the engine's own .cc files.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine_core.h"
+
+namespace folio {
+
+struct EngineCore::RequestState {
+  GroupId gid = 0;
+  std::string id;
+  SamplingParams params;
+  std::vector<int32_t> prompt;
+  Sink sink;
+  bool final_only = false;
+  std::vector<std::unique_ptr<SequenceOutput>> outputs;  // by output index j
+  std::unordered_map<SeqId, int> seq_index;
+  int plp_next = 0;  // next prompt position whose logits are recorded (prompt_logprobs)
+  std::vector<std::optional<PositionLogprobs>> prompt_logprobs;
+  bool sent_prompt_logprobs = false;
+  int num_cached_prompt_tokens = -1;  // known at the first schedule
+  int num_generated = 0;
+  std::chrono::steady_clock::time_point arrival;
+  std::optional<double> queue_time_s;
+};
+
+}  // namespace folio

@@ -1,0 +1,67 @@
+#include "tools/engine_flags.h"
+
+namespace folio::tools {
+
+void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
+  auto* model = c->add_option("--model", f.load.model_dir, "Hugging Face model folder");
+  if (model_required) model->required();
+  c->add_option("--device", f.load.device, "cpu (cuda in CUDA builds)");
+  c->add_option("--load-format", f.load.load_format, "auto | dummy (random weights)");
+  c->add_option("--model-config", f.load.model_config_file, "config.json for --load-format dummy");
+  c->add_option("--kv-cache-mode", f.kv_cache_mode, "paged (PagedAttention) | token (TokenAttention)")
+      ->check(CLI::IsMember({"paged", "token"}));
+  c->add_option("--block-size", f.block_size, "tokens per KV block (paged mode)")
+      ->check(CLI::Range(1, 1024));
+  c->add_option("--num-kv-blocks", f.num_kv_blocks, "KV blocks in the pool (0: from memory)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--max-total-tokens", f.max_total_tokens, "token slots in token mode (0: from memory)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--kv-cache-memory", f.kv_cache_memory_gib, "KV cache budget in GiB (CPU)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--swap-space", f.swap_space_gib, "host swap space in GiB")
+      ->check(CLI::NonNegativeNumber);
+  c->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f.enable_prefix_caching,
+              "reuse cached prefix blocks (default on)");
+  c->add_option("--preemption-mode", f.preemption_mode, "recompute | swap")
+      ->check(CLI::IsMember({"recompute", "swap"}));
+  c->add_option("--scheduling-policy", f.scheduling_policy, "fcfs | priority")
+      ->check(CLI::IsMember({"fcfs", "priority"}));
+  c->add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "token budget per step")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--max-num-seqs", f.max_num_seqs, "sequences per step")->check(CLI::PositiveNumber);
+  c->add_option("--max-model-len", f.max_model_len, "context length (0: the model's)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f.enable_chunked_prefill,
+              "split long prompts across steps (default on)");
+  c->add_option("--max-logprobs", f.max_logprobs, "cap on logprobs / prompt_logprobs")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--seed", f.seed, "engine seed (requests without their own seed)");
+  c->add_option("--log-every", f.log_every, "log the scheduler state every N steps (0: end only)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+Result<EngineConfig> to_engine_config(const EngineFlags& f) {
+  EngineConfig c;
+  c.kv_mode = f.kv_cache_mode == "token" ? KvCacheMode::kToken : KvCacheMode::kPaged;
+  c.block_size = f.block_size;
+  c.num_kv_blocks = f.num_kv_blocks;
+  c.max_total_tokens = f.max_total_tokens;
+  c.kv_cache_memory_gib = f.kv_cache_memory_gib;
+  c.swap_space_gib = f.swap_space_gib;
+  c.enable_prefix_caching = f.enable_prefix_caching;
+  c.sched.preemption_mode =
+      f.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
+  c.sched.policy = f.scheduling_policy == "priority" ? SchedulePolicy::kPriority : SchedulePolicy::kFcfs;
+  c.sched.max_num_batched_tokens = f.max_num_batched_tokens;
+  c.sched.max_num_seqs = f.max_num_seqs;
+  c.sched.max_model_len = f.max_model_len;  // 0 until the model is known
+  c.sched.enable_chunked_prefill = f.enable_chunked_prefill;
+  c.max_logprobs = f.max_logprobs;
+  c.seed = f.seed;
+  c.log_every_steps = f.log_every;
+  if (c.sched.preemption_mode == PreemptionMode::kSwap && c.swap_space_gib <= 0)
+    return invalid_argument("--preemption-mode swap needs --swap-space > 0");
+  return c;
+}
+
+}  // namespace folio::tools
