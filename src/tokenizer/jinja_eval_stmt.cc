@@ -157,27 +157,35 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
       items = std::move(kept);
     }
     const size_t n = items.size();
+    // One `loop` object per loop, updated in place each iteration (entries in this order).
+    enum { kIndex, kIndex0, kRevindex, kRevindex0, kFirst, kLast, kPrev, kNext };
+    Value loop = Value::make_dict();
+    DictData& d = loop.dict();
+    for (const char* key : {"index", "index0", "revindex", "revindex0", "first", "last",
+                            "previtem", "nextitem"}) {
+      d.set(key, Value());
+    }
+    d.set("length", Value(n));
+    d.set("depth", Value(1));
+    d.set("depth0", Value(0));
+    auto position = std::make_shared<size_t>(0);
+    d.set("cycle", Value::callable("loop.cycle", [position](Evaluator&, CallArgs& a) {
+            if (a.args.empty()) throw_error("TypeError: no items for cycling given");
+            return a.args[*position % a.args.size()];
+          }));
     for (size_t i = 0; i < n; ++i) {
-      budget_.charge(1);
-      FrameScope iteration(*this, current_);  // `set` in the body lasts one iteration
-      Value loop = Value::make_dict();
-      DictData& d = loop.dict();
+      budget_.charge(2);
+      current_->vars.clear();  // `set` in the body lasts one iteration, as in Jinja
       auto idx = static_cast<int64_t>(i), len = static_cast<int64_t>(n);
-      d.set("index", Value(idx + 1));
-      d.set("index0", Value(idx));
-      d.set("revindex", Value(len - idx));
-      d.set("revindex0", Value(len - idx - 1));
-      d.set("first", Value(i == 0));
-      d.set("last", Value(i + 1 == n));
-      d.set("length", Value(len));
-      d.set("depth", Value(1));
-      d.set("depth0", Value(0));
-      d.set("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
-      d.set("nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
-      d.set("cycle", Value::callable("loop.cycle", [i](Evaluator&, CallArgs& a) {
-              if (a.args.empty()) throw_error("TypeError: no items for cycling given");
-              return a.args[i % a.args.size()];
-            }));
+      *position = i;
+      d.value_at(kIndex) = Value(idx + 1);
+      d.value_at(kIndex0) = Value(idx);
+      d.value_at(kRevindex) = Value(len - idx);
+      d.value_at(kRevindex0) = Value(len - idx - 1);
+      d.value_at(kFirst) = Value(i == 0);
+      d.value_at(kLast) = Value(i + 1 == n);
+      d.value_at(kPrev) = i > 0 ? items[i - 1] : Value::undefined("there is no previous item");
+      d.value_at(kNext) = i + 1 < n ? items[i + 1] : Value::undefined("there is no next item");
       assign("loop", loop);
       assign_targets(s.targets, items[i]);
       ran = true;

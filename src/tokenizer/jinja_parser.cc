@@ -101,6 +101,12 @@ Body Parser::parse_body(const std::vector<std::string>& end_names) {
           std::find(end_names.begin(), end_names.end(), name.text) != end_names.end()) {
         return body;
       }
+      if (name.type == TokenType::kName &&
+          (name.text.rfind("end", 0) == 0 || name.text == "elif" || name.text == "else")) {
+        fail_at(name, "unexpected '" + name.text + "'" +
+                          (end_names.empty() ? std::string(", no block is open")
+                                             : ", expected '" + end_names.back() + "'"));
+      }
       next();
       body.push_back(parse_statement());
     } else {

@@ -123,6 +123,8 @@ void DictData::set(const Value& key, Value value) {
   entries_.emplace_back(key, std::move(value));
 }
 
+Value& DictData::value_at(size_t i) { return entries_[i].second; }
+
 bool DictData::erase(const Value& key) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (values_equal(entries_[i].first, key)) {

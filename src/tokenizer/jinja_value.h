@@ -38,6 +38,8 @@ class DictData {
   bool erase(const Value& key);
   size_t size() const { return entries_.size(); }
   const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
+  // The value of the i-th entry in insertion order (for in-place updates of known keys).
+  Value& value_at(size_t i);
 
  private:
   std::vector<std::pair<Value, Value>> entries_;
