@@ -89,7 +89,7 @@ TEST(Robustness, OverloadAnswers503WhileHealthStaysFast) {
     t0 = Clock::now();
     EXPECT_EQ(http_call(s.port, "GET", "/health").status, 200);
     EXPECT_EQ(http_call(s.port, "GET", "/metrics").status, 200);
-    EXPECT_LT(Clock::now() - t0, milliseconds(200));
+    EXPECT_LT(Clock::now() - t0, milliseconds(500));
   }
   // The waiting clients hang up: both requests are aborted, the slots come back.
   std::set<std::string> ids;

@@ -96,6 +96,24 @@ inline std::vector<std::string> sse_data(const std::string& body) {
   return out;
 }
 
+// The body of a raw HTTP/1.1 response with chunked transfer encoding, de-chunked. Stops at
+// the terminating chunk or at the first malformed size line.
+inline std::string dechunked_body(const std::string& raw) {
+  size_t pos = raw.find("\r\n\r\n");
+  if (pos == std::string::npos) return "";
+  pos += 4;
+  std::string out;
+  while (pos < raw.size()) {
+    size_t eol = raw.find("\r\n", pos);
+    if (eol == std::string::npos) break;
+    size_t size = std::strtoul(raw.substr(pos, eol - pos).c_str(), nullptr, 16);
+    if (size == 0 || eol + 2 + size > raw.size()) break;
+    out.append(raw, eol + 2, size);
+    pos = eol + 2 + size + 2;
+  }
+  return out;
+}
+
 // A blocking loopback socket whose every receive waits at most `recv_timeout`.
 class RawConn {
  public:
