@@ -11,7 +11,8 @@
 // flags for callers (the engine, chat templates); encode itself follows tokenizer.json only.
 //
 // Thread contract: after load(), every method is const and safe to call from many threads at
-// once (the word cache inside is internally locked). Move-only.
+// once (the word cache inside is internally locked). Move-only; IncrementalDetokenizer keeps a
+// reference, so a Tokenizer in use by one must stay put.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // Byte-exactness against HF `tokenizers`: every golden line's ids (with and without special
 // tokens) and both decodes must match exactly.
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "tokenizer_test_util.h"
@@ -39,6 +41,25 @@ TEST_P(GoldenTest, EncodeAndDecodeMatchHuggingFace) {
     }
   }
   EXPECT_EQ(failures, 0) << "lines differing from the goldens";
+}
+
+// The thread contract: one Tokenizer shared by many threads (the word cache is the only shared
+// mutable state). Each thread encodes every golden line in a different order.
+TEST_P(GoldenTest, ConcurrentEncodesMatch) {
+  FOLIO_REQUIRE_TOKENIZER(tok, GetParam());
+  auto lines = testing::load_goldens(GetParam());
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t k = 0; k < lines.size(); ++k) {
+        size_t i = (k * (2 * t + 1) + static_cast<size_t>(t) * 97) % lines.size();
+        if (tok->encode(lines[i].text, true) != lines[i].ids_with_special) ++mismatches[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, GoldenTest, ::testing::Values("llama3", "qwen3", "llama2"));
