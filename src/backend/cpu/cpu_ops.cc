@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/parallel_for.h"
+
 namespace folio::cpu {
 
 void matmul_nt(const float* x, const float* w, float* y, int m, int n, int k) {
@@ -24,29 +26,30 @@ inline void rms_norm_row(const float* x, const float* weight, float* y, int dim,
 }  // namespace
 
 void rms_norm(const float* x, const float* weight, float* y, int rows, int dim, float eps) {
-#pragma omp parallel for if (rows > 4)
-  for (int r = 0; r < rows; ++r)
-    rms_norm_row(x + static_cast<size_t>(r) * dim, weight, y + static_cast<size_t>(r) * dim, dim,
-                 eps);
+  parallel_for(rows, std::max(1, 16384 / dim), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      rms_norm_row(x + r * dim, weight, y + r * dim, dim, eps);
+  });
 }
 
 void add_rms_norm(float* residual, const float* x, const float* weight, float* y, int rows,
                   int dim, float eps) {
-#pragma omp parallel for if (rows > 4)
-  for (int r = 0; r < rows; ++r) {
-    float* res = residual + static_cast<size_t>(r) * dim;
-    const float* xr = x + static_cast<size_t>(r) * dim;
-    for (int i = 0; i < dim; ++i) res[i] += xr[i];
-    rms_norm_row(res, weight, y + static_cast<size_t>(r) * dim, dim, eps);
-  }
+  parallel_for(rows, std::max(1, 16384 / dim), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float* res = residual + r * dim;
+      const float* xr = x + r * dim;
+      for (int i = 0; i < dim; ++i) res[i] += xr[i];
+      rms_norm_row(res, weight, y + r * dim, dim, eps);
+    }
+  });
 }
 
 void apply_rope(float* x, const int32_t* positions, int num_tokens, int num_heads, int head_dim,
                 std::span<const double> inv_freq) {
   const int half = head_dim / 2;
-#pragma omp parallel for if (num_tokens > 4)
-  for (int t = 0; t < num_tokens; ++t) {
-    std::vector<float> cos_v(half), sin_v(half);
+  parallel_for(num_tokens, std::max(1, 8192 / (num_heads * head_dim)), [&](int64_t tb, int64_t te) {
+  std::vector<float> cos_v(half), sin_v(half);
+  for (int64_t t = tb; t < te; ++t) {
     for (int i = 0; i < half; ++i) {
       double angle = positions[t] * inv_freq[i];
       cos_v[i] = static_cast<float>(std::cos(angle));
@@ -61,16 +64,18 @@ void apply_rope(float* x, const int32_t* positions, int num_tokens, int num_head
       }
     }
   }
+  });
 }
 
 void silu_and_mul(const float* gate_up, float* out, int rows, int inter) {
-#pragma omp parallel for if (rows > 4)
-  for (int r = 0; r < rows; ++r) {
-    const float* g = gate_up + static_cast<size_t>(r) * 2 * inter;
-    const float* u = g + inter;
-    float* o = out + static_cast<size_t>(r) * inter;
-    for (int i = 0; i < inter; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-  }
+  parallel_for(rows, std::max(1, 8192 / inter), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* g = gate_up + r * 2 * inter;
+      const float* u = g + inter;
+      float* o = out + r * inter;
+      for (int i = 0; i < inter; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    }
+  });
 }
 
 void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping,
@@ -94,16 +99,19 @@ void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k
   std::vector<int> seq_of(num_tokens);
   for (int s = 0; s < a.num_seqs; ++s)
     for (int i = a.query_start[s]; i < a.query_start[s + 1]; ++i) seq_of[i] = s;
-#pragma omp parallel for collapse(2) schedule(dynamic, 4)
-  for (int t = 0; t < num_tokens; ++t) {
-    for (int h = 0; h < a.num_heads; ++h) {
+  // Work items are (token, head) pairs; each costs O(position * head_dim).
+  parallel_for(static_cast<int64_t>(num_tokens) * a.num_heads, 4, [&](int64_t ib, int64_t ie) {
+    std::vector<float> scores;
+    std::vector<double> acc;
+    for (int64_t item = ib; item < ie; ++item) {
+      const int t = static_cast<int>(item / a.num_heads), h = static_cast<int>(item % a.num_heads);
       const int s = seq_of[t];
       const int q_len = a.query_start[s + 1] - a.query_start[s];
       const int pos = a.context_lens[s] - q_len + (t - a.query_start[s]);
       const int kv_head = h / group;
       const int32_t* table = a.block_table + a.block_table_start[s];
       const float* qv = q + (static_cast<size_t>(t) * a.num_heads + h) * a.head_dim;
-      std::vector<float> scores(pos + 1);
+      scores.resize(pos + 1);
       float max_score = -INFINITY;
       for (int j = 0; j <= pos; ++j) {
         int64_t slot = static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
@@ -118,7 +126,7 @@ void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k
         scores[j] = std::exp(scores[j] - max_score);
         denom += scores[j];
       }
-      std::vector<double> acc(a.head_dim, 0.0);
+      acc.assign(a.head_dim, 0.0);
       for (int j = 0; j <= pos; ++j) {
         int64_t slot = static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
         const float* vv = v_cache + slot * kv_width + kv_head * a.head_dim;
@@ -127,7 +135,7 @@ void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k
       float* o = out + (static_cast<size_t>(t) * a.num_heads + h) * a.head_dim;
       for (int d = 0; d < a.head_dim; ++d) o[d] = static_cast<float>(acc[d] / denom);
     }
-  }
+  });
 }
 
 void copy_blocks(float* cache, size_t block_elems, std::span<const int32_t> src,
