@@ -48,7 +48,8 @@ class Evaluator {
   void exec_set(const Stmt& s);
   std::string capture(const Body& body);
   Value apply_filter_chain(const Expr& chain, Value input);
-  Value call_macro(const Stmt& macro, CallArgs& args);
+  Value call_macro(const Stmt& macro, const std::vector<std::pair<std::string, Value>>& captured,
+                   CallArgs& args);
   void write(std::string_view text);
 
   Value lookup(const std::string& name) const;

@@ -126,9 +126,15 @@ Evaluator::Flow Evaluator::exec_stmt(const Stmt& s) {
       break;
     }
     case StmtKind::kMacro: {
+      // A macro sees the variables visible where it is defined (a loop's `m`, `loop`), as a
+      // Jinja closure does: snapshot the non-root frames (values are shared, so this is cheap).
+      auto captured = std::make_shared<std::vector<std::pair<std::string, Value>>>();
+      for (const Frame* f = current_; f && f != &root_; f = f->parent) {
+        captured->insert(captured->begin(), f->vars.begin(), f->vars.end());
+      }
       const Stmt* macro = &s;
-      assign(s.targets[0], Value::callable(s.targets[0], [macro](Evaluator& ev, CallArgs& a) {
-               return ev.call_macro(*macro, a);
+      assign(s.targets[0], Value::callable(s.targets[0], [macro, captured](Evaluator& ev, CallArgs& a) {
+               return ev.call_macro(*macro, *captured, a);
              }));
       break;
     }
@@ -213,7 +219,8 @@ Value Evaluator::apply_filter_chain(const Expr& chain, Value input) {
   return apply_filter(chain.name, std::move(input), args);
 }
 
-Value Evaluator::call_macro(const Stmt& macro, CallArgs& args) {
+Value Evaluator::call_macro(const Stmt& macro, const std::vector<std::pair<std::string, Value>>& captured,
+                            CallArgs& args) {
   const std::string& name = macro.targets[0];
   if (call_depth_ >= budget_.limits().max_call_depth) {
     throw_error("macro '" + name + "' nested deeper than " +
@@ -237,6 +244,7 @@ Value Evaluator::call_macro(const Stmt& macro, CallArgs& args) {
   }
   ++call_depth_;
   FrameScope scope(*this, &root_);
+  for (const auto& [k, v] : captured) assign(k, v);
   for (size_t i = 0; i < macro.params.size(); ++i) {
     const MacroParam& p = macro.params[i];
     if (!given[i]) {

@@ -129,6 +129,7 @@ Value f_tojson(Evaluator&, Value& in, CallArgs& a) {
 
 Value f_int(Evaluator&, Value& in, CallArgs& a) {
   ArgReader r("int", a, {"default", "base"});
+  check_defined(in);  // int(Undefined) raises in Jinja rather than using the default
   int64_t base = r.integer(1, 10);
   if (in.is_string() && base != 10) {
     std::string s = py_strip(in.str(), std::nullopt, true, true);
@@ -144,6 +145,7 @@ Value f_int(Evaluator&, Value& in, CallArgs& a) {
 
 Value f_float(Evaluator&, Value& in, CallArgs& a) {
   ArgReader r("float", a, {"default"});
+  check_defined(in);
   if (auto v = to_float(in)) return Value(*v);
   return r.has(0) ? r.get(0) : Value(0.0);
 }
@@ -177,6 +179,10 @@ Value f_round(Evaluator&, Value& in, CallArgs& a) {
 
 Value f_indent(Evaluator&, Value& in, CallArgs& a) {
   ArgReader r("indent", a, {"width", "first", "blank"});
+  if (!in.is_string()) {
+    check_defined(in);
+    throw_error("TypeError: indent expects a string, not " + type_name(in));
+  }
   std::string pad = r.get(0).is_string() ? r.get(0).str()
                                           : std::string(static_cast<size_t>(std::clamp<int64_t>(r.integer(0, 4), 0, 1024)), ' ');
   std::vector<std::string> lines = split_lines(to_str(in) + "\n");

@@ -105,6 +105,16 @@ bool has_test(const std::string& name) { return tests().count(name) > 0; }
 bool call_test(Evaluator&, const std::string& name, const Value& input, CallArgs& args) {
   auto it = tests().find(name);
   if (it == tests().end()) throw_error("no test named '" + name + "'");
+  static const std::unordered_map<std::string, size_t> kArity = {
+      {"divisibleby", 1}, {"eq", 1}, {"equalto", 1}, {"==", 1}, {"ne", 1}, {"!=", 1},
+      {"lt", 1}, {"lessthan", 1}, {"<", 1}, {"le", 1}, {"<=", 1}, {"gt", 1},
+      {"greaterthan", 1}, {">", 1}, {"ge", 1}, {">=", 1}, {"in", 1}, {"sameas", 1}};
+  auto arity = kArity.find(name);
+  size_t max_args = arity == kArity.end() ? 0 : arity->second;
+  if (args.args.size() + args.kwargs.size() > max_args) {
+    throw_error("TypeError: test '" + name + "' takes " + std::to_string(max_args) +
+                " argument(s), got " + std::to_string(args.args.size() + args.kwargs.size()));
+  }
   return it->second(input, args);
 }
 

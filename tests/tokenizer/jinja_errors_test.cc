@@ -97,6 +97,8 @@ TEST(JinjaErrors, UndefinedBehavesLikeJinjaDefault) {
   EXPECT_EQ(*out, "[]f0FalseFalseTrue");
   EXPECT_THAT(render_error("{{ nope + 1 }}").message(), HasSubstr("'nope' is undefined"));
   EXPECT_THAT(render_error("{{ nope() }}").message(), HasSubstr("'nope' is undefined"));
+  EXPECT_THAT(render_error("{{ nope | int }}").message(), HasSubstr("'nope' is undefined"));
+  EXPECT_THAT(render_error("{{ none is none(1) }}").message(), HasSubstr("takes 0 argument(s)"));
 }
 
 TEST(JinjaErrors, ListAppendAndStrftimeNowWithInjectedClock) {

@@ -74,6 +74,7 @@ TEST(JinjaStmt, Scoping) {
 TEST(JinjaStmt, Macros) {
   static const Case kCases[] = {
       {R"J({% macro f(a, b=2, c='z') %}<{{ a }}{{ b }}{{ c }}>{% endmacro %}{{ f(1) }}{{ f(1, 3) }}{{ f(a=5, c='q') }})J", R"J(<12z><13z><52q>)J"},
+      {R"J({% for m in messages %}{% macro show(sep=':') %}{{ loop.index }}{{ sep }}{{ m.role }}{% endmacro %}{{ show() }} {% endfor %})J", R"J(1:system 2:user 3:assistant 4:tool )J"},
       {R"J({% macro rec(n) %}{% if n > 0 %}{{ n }}{{ rec(n - 1) }}{% endif %}{% endmacro %}{{ rec(5) }})J", R"J(54321)J"},
       {R"J({% macro m(x) %}{{ x }}|{{ y is defined }}{% endmacro %}{{ m('a') }}|{% macro g() %}{{ n }}{% endmacro %}{{ g() }})J", R"J(a|False|7)J"},
       {R"J({% macro render(v) %}{% if v is mapping %}{ {% for k, x in v.items() %}{{ k }}: {{ render(x) }} {% endfor %}}{% else %}{{ v }}{% endif %}{% endmacro %}{{ render(d) }})J", R"J({ b: 1 a: [1, 2.5, None, True] })J"},
