@@ -54,6 +54,7 @@ class EngineCore {
   // Runs one iteration. A non-ok status means the executor failed (fatal for the engine).
   Status step();
   bool has_unfinished() const { return !requests_.empty(); }
+  bool is_live(const std::string& request_id) const { return by_id_.count(request_id) > 0; }
 
   const Scheduler& scheduler() const { return *scheduler_; }
   const KvCacheManager& kv() const { return *kv_; }

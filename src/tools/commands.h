@@ -9,5 +9,6 @@ namespace folio::tools {
 void register_generate(CLI::App& app, int& exit_code);
 void register_tokenize(CLI::App&, int&);
 void register_detokenize(CLI::App&, int&);
+void register_serve(CLI::App& app, int& exit_code);
 
 }  // namespace folio::tools
