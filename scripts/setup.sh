@@ -34,3 +34,8 @@ if ((${#missing[@]})); then
 fi
 
 bash scripts/fetch_tokenizers.sh
+
+# The official OpenAI client for the server's end-to-end tests (pinned in tests/e2e/package.json).
+if [[ ! -d tests/e2e/node_modules/openai ]]; then
+  (cd tests/e2e && npm install --no-audit --no-fund --silent)
+fi
