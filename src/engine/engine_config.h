@@ -18,6 +18,11 @@ struct EngineConfig {
   int max_total_tokens = 0;      // token mode pool; 0: sized from kv_cache_memory_gib
   double kv_cache_memory_gib = 0.25;  // CPU backend: KV budget when no explicit size is given
   double swap_space_gib = 0.0;   // host swap pool
+  // CUDA executor (added by the CUDA executor's author): the share of the GPU's memory the
+  // engine may use (weights + activations + KV cache), and the weights' dtype
+  // ("auto" | "bfloat16" | "float16").
+  double gpu_memory_utilization = 0.9;
+  std::string dtype = "auto";
   bool enable_prefix_caching = true;
   SchedulerConfig sched;
   int max_logprobs = 20;

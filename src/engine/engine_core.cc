@@ -88,8 +88,6 @@ Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) 
                             std::to_string(max_model_len()) + " tokens");
   apply_defaults(req.params);
   FOLIO_RETURN_IF_ERROR(req.params.validate(config_.max_logprobs, vocab));
-  if (req.params.use_beam_search)
-    return unimplemented("beam search is not available yet in this build");
   auto r = std::make_unique<RequestState>();
   r->gid = next_group_++;
   r->id = req.request_id;
@@ -103,6 +101,14 @@ Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) 
   sr.id = r->gid;
   sr.prompt = req.prompt_token_ids;
   sr.params = req.params;
+  if (req.params.use_beam_search) {
+    auto beam = BeamSearch::create(BeamSearchConfig::from_params(req.params,
+                                                                 model_.generation.eos_token_ids));
+    if (!beam.ok()) return beam.status();
+    r->beam = std::move(*beam);
+    r->final_only = true;  // beams are only final at the end
+    sr.params.n = 1;       // the engine forks beams itself
+  }
   sr.priority = req.priority;
   // Prompt logprobs need logits at every prompt position, so such a request must not reuse
   // cached prefix blocks: a salt of its own keeps it out of everyone's cache entries.

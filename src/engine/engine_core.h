@@ -77,6 +77,18 @@ class EngineCore {
   void record_prompt_logprobs(RequestState& r, const ScheduledSeq& entry,
                               std::span<const float> logits);
   void emit(RequestState& r, bool final_output);
+  // Beam search (engine_beam.cc): one search step per request once all its beams have rows;
+  // forks for extra children run after the scheduler's update.
+  struct BeamFork {
+    GroupId group;
+    int beam_index;  // position in the new beam order
+    SeqId parent;
+    TokenId token;
+  };
+  Status step_beams(std::span<const float> logits, StepResult& result, std::vector<BeamFork>& forks,
+                    std::vector<GroupId>& done);
+  void apply_beam_forks(const std::vector<BeamFork>& forks);
+  void beam_final_output(RequestState& r, RequestOutput& out) const;
   void finish_request(GroupId gid);
   RequestState* find_by_seq(SeqId seq);
 

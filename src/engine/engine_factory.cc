@@ -8,6 +8,9 @@
 #include "model/cpu_llama_executor.h"
 #include "model/llama_weights.h"
 #include "model/safetensors.h"
+#ifdef FOLIO_HAVE_CUDA
+#include "model/cuda_llama_executor.h"
+#endif
 
 namespace folio {
 
@@ -27,9 +30,67 @@ KvCacheShape plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   return kv;
 }
 
+namespace {
+
+// "auto" is cuda when this build has the CUDA executor and a GPU is reachable, else cpu.
+Result<std::string> resolve_device(const std::string& device) {
+#ifdef FOLIO_HAVE_CUDA
+  if (device == "auto") return std::string(cuda_device_available() ? "cuda" : "cpu");
+  if (device == "cuda") return device;
+#else
+  if (device == "auto") return std::string("cpu");
+  if (device == "cuda")
+    return invalid_argument("--device cuda: this build has no CUDA backend (configure with "
+                            "-DFOLIO_CUDA=ON)");
+#endif
+  if (device == "cpu") return device;
+  return invalid_argument("--device must be auto, cpu or cuda, got " + device);
+}
+
+Result<std::unique_ptr<Executor>> make_cpu_executor(const LoadOptions& o, const EngineConfig& c,
+                                                    const ModelConfig& model, bool dummy) {
+  LlamaWeights weights;
+  if (dummy) {
+    weights = LlamaWeights::dummy(model, c.seed);
+  } else {
+    FOLIO_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(o.model_dir));
+    FOLIO_ASSIGN_OR_RETURN(weights, LlamaWeights::load(model, ck));
+  }
+  KvCacheShape kv = plan_kv_cache(c, model);
+  return std::unique_ptr<Executor>(
+      std::make_unique<CpuLlamaExecutor>(model, std::move(weights), kv));
+}
+
+#ifdef FOLIO_HAVE_CUDA
+// Weights go straight from the checkpoint (or the GPU's random generator) to the device; the
+// executor sizes the KV cache from --gpu-memory-utilization unless a size is given.
+Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const EngineConfig& c,
+                                                     const ModelConfig& model, bool dummy) {
+  CudaExecutorOptions x;
+  const bool token = c.kv_mode == KvCacheMode::kToken;
+  x.dtype = c.dtype;
+  x.gpu_memory_utilization = c.gpu_memory_utilization;
+  x.block_size = token ? 1 : c.block_size;
+  x.num_blocks = token ? c.max_total_tokens : c.num_kv_blocks;
+  x.swap_space_gib = c.swap_space_gib;
+  x.max_num_batched_tokens = c.sched.max_num_batched_tokens;
+  x.max_num_seqs = c.sched.max_num_seqs;
+  x.max_model_len = c.sched.max_model_len;
+  x.seed = c.seed;
+  std::unique_ptr<Checkpoint> ck;
+  if (!dummy) {
+    FOLIO_ASSIGN_OR_RETURN(Checkpoint opened, Checkpoint::open(o.model_dir));
+    ck = std::make_unique<Checkpoint>(std::move(opened));
+  }
+  FOLIO_ASSIGN_OR_RETURN(auto ex, CudaLlamaExecutor::create(model, ck.get(), x));
+  return std::unique_ptr<Executor>(std::move(ex));
+}
+#endif
+
+}  // namespace
+
 Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConfig config) {
-  if (o.device != "cpu")
-    return invalid_argument("--device " + o.device + " is not available in this build (cpu)");
+  FOLIO_ASSIGN_OR_RETURN(const std::string device, resolve_device(o.device));
   const bool dummy = o.load_format == "dummy";
   if (!dummy && o.load_format != "auto")
     return invalid_argument("--load-format must be auto or dummy, got " + o.load_format);
@@ -48,20 +109,22 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
     return invalid_argument("--max-model-len " + std::to_string(max_len) +
                             " exceeds the model's max_position_embeddings " +
                             std::to_string(model.max_position_embeddings));
-  LlamaWeights weights;
-  if (dummy) {
-    weights = LlamaWeights::dummy(model, config.seed);
-  } else {
-    FOLIO_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(o.model_dir));
-    FOLIO_ASSIGN_OR_RETURN(weights, LlamaWeights::load(model, ck));
-  }
   std::shared_ptr<const Tokenizer> tokenizer;
   if (!o.model_dir.empty() && file_exists(join_path(o.model_dir, "tokenizer.json"))) {
     FOLIO_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load(o.model_dir));
     tokenizer = std::make_shared<const Tokenizer>(std::move(t));
   }
-  KvCacheShape kv = plan_kv_cache(config, model);
-  auto executor = std::make_unique<CpuLlamaExecutor>(model, std::move(weights), kv);
+  std::unique_ptr<Executor> executor;
+#ifdef FOLIO_HAVE_CUDA
+  if (device == "cuda" && o.device == "auto" && !cuda_model_supported(model).ok()) {
+    log_warn("--device auto: " + cuda_model_supported(model).message() + "; running on cpu");
+  } else if (device == "cuda") {
+    FOLIO_ASSIGN_OR_RETURN(executor, make_cuda_executor(o, config, model, dummy));
+  }
+#endif
+  if (!executor) {
+    FOLIO_ASSIGN_OR_RETURN(executor, make_cpu_executor(o, config, model, dummy));
+  }
   return EngineCore::create(config, model, std::move(executor), std::move(tokenizer));
 }
 

@@ -70,10 +70,26 @@ Status EngineCore::step() {
     }
     const int row = rows.sample_row(i);
     if (row < 0) continue;
-    sample_entry(e, std::span<const float>(logits_.data() + row * vocab, vocab), result);
     touched.push_back(e.group_id);
+    if (r.beam) {
+      if (r.beam_seqs.empty()) r.beam_seqs.push_back(e.seq_id);  // the prompt's sequence
+      r.beam_rows[e.seq_id] = row;
+      continue;
+    }
+    sample_entry(e, std::span<const float>(logits_.data() + row * vocab, vocab), result);
   }
+  std::vector<BeamFork> forks;
+  std::vector<GroupId> beams_done;
+  FOLIO_RETURN_IF_ERROR(step_beams(logits_, result, forks, beams_done));
   UpdateResult upd = scheduler_->update_from_output(result);
+  apply_beam_forks(forks);
+  for (GroupId g : beams_done) {  // the search ended before the scheduler saw a length limit
+    auto it = requests_.find(g);
+    if (it == requests_.end()) continue;
+    (void)scheduler_->abort_request(g);
+    emit(*it->second, true);
+    finish_request(g);
+  }
   for (SeqId s : upd.finished_by_length)
     if (RequestState* r = find_by_seq(s)) r->outputs[r->seq_index.at(s)]->finish("length");
   std::sort(touched.begin(), touched.end());
@@ -150,6 +166,10 @@ void EngineCore::emit(RequestState& r, bool final_output) {
       static_cast<int>(r.prompt_logprobs.size()) >= out.num_prompt_tokens) {
     out.prompt_logprobs = r.prompt_logprobs;
     r.sent_prompt_logprobs = true;
+  }
+  if (r.beam) {
+    if (final_output) beam_final_output(r, out);
+    else return;
   }
   for (auto& o : r.outputs) {
     if (r.final_only) {

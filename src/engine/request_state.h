@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "sample/beam_search.h"
 
 namespace folio {
 
@@ -29,6 +30,10 @@ struct EngineCore::RequestState {
   int num_generated = 0;
   std::chrono::steady_clock::time_point arrival;
   std::optional<double> queue_time_s;
+  // Beam search: the search state and, in its live-beam order, the sequence of each beam.
+  std::optional<BeamSearch> beam;
+  std::vector<SeqId> beam_seqs;
+  std::unordered_map<SeqId, int> beam_rows;  // this step: beam sequence -> logits row
 };
 
 }  // namespace folio

@@ -17,6 +17,8 @@
 // highest key. A request that can never fit is finished with an error, never stalls the queue.
 #pragma once
 
+#include <optional>
+
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -58,7 +60,9 @@ class Scheduler {
   UpdateResult update_from_output(const StepResult& result);
   // Beam search: a new sequence sharing all of `parent`'s tokens and blocks (call between
   // update_from_output and schedule). NotFound if the parent is not a live running sequence.
-  Result<SeqId> fork_sequence(SeqId parent);
+  // `last_token` replaces the child's last token, which must not be computed yet (the token the
+  // parent was just given): a beam forks its parent's KV but continues with its own token.
+  Result<SeqId> fork_sequence(SeqId parent, std::optional<TokenId> last_token = std::nullopt);
 
   bool has_unfinished() const { return !groups_.empty() || !pending_failed_.empty(); }
   int num_running() const { return static_cast<int>(running_.size()); }

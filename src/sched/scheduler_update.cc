@@ -85,15 +85,18 @@ UpdateResult Scheduler::update_from_output(const StepResult& step) {
   return result;
 }
 
-Result<SeqId> Scheduler::fork_sequence(SeqId parent) {
+Result<SeqId> Scheduler::fork_sequence(SeqId parent, std::optional<TokenId> last_token) {
   auto it = seq_group_.find(parent);
   if (it == seq_group_.end()) return not_found("no live sequence " + std::to_string(parent));
   SequenceGroup* g = groups_.at(it->second).get();
   const Sequence* p = g->find(parent);
   if (!p || p->status != SeqStatus::kRunning)
     return not_found("sequence " + std::to_string(parent) + " is not running");
+  if (last_token && (p->num_computed >= p->num_tokens() || p->num_tokens() <= p->prompt_len))
+    return invalid_argument("fork_sequence: the parent's last token is already computed");
   Sequence child = *p;
   child.id = next_seq_id_++;
+  if (last_token) child.tokens.back() = *last_token;
   kv_.fork(parent, child.id);
   seq_group_[child.id] = g->id;
   g->seqs.push_back(std::move(child));
