@@ -9,6 +9,7 @@
 #include <ctime>
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,10 @@ class Evaluator {
  public:
   using Clock = std::function<std::tm()>;  // local time for strftime_now
   Evaluator(const Limits& limits, Clock clock);
+  // Empties every container the template mutated (see record_mutation).
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
   // Renders `body`; `vars` (a dict) seeds the root frame over the globals.
   std::string render(const Body& body, const Value& vars);
@@ -31,6 +36,11 @@ class Evaluator {
   Value apply_filter(const std::string& name, Value input, CallArgs& args);
   bool apply_test(const std::string& name, const Value& input, CallArgs& args);
   Budget& budget() { return budget_; }
+  // Values are reference counted, so a template can build a cycle (`l.append(l)`,
+  // `set ns.me = ns`), and every cycle runs through a mutated list or namespace. They are
+  // recorded here and emptied when the render ends, so no render leaks memory. Consequence for
+  // callers of Template::render: containers in `vars` that the template mutates end up empty.
+  void record_mutation(const Value& container);
   std::tm now() const { return clock_(); }
 
  private:
@@ -64,6 +74,8 @@ class Evaluator {
   Clock clock_;
   Frame root_;
   Frame* current_ = &root_;
+  std::vector<Value> mutated_;
+  std::unordered_set<const void*> mutated_ids_;
   std::vector<std::string> outputs_;  // output stack: macro calls and block captures push one
   int call_depth_ = 0;
 };

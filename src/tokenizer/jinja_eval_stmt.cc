@@ -25,6 +25,17 @@ class Evaluator::FrameScope {
 Evaluator::Evaluator(const Limits& limits, Clock clock)
     : budget_(limits), clock_(std::move(clock)) {}
 
+Evaluator::~Evaluator() {
+  for (Value& v : mutated_) {
+    if (v.is_list()) v.list().items.clear();
+    if (v.is_dict()) v.dict().clear();
+  }
+}
+
+void Evaluator::record_mutation(const Value& container) {
+  if (mutated_ids_.insert(container.identity()).second) mutated_.push_back(container);
+}
+
 std::string Evaluator::render(const Body& body, const Value& vars) {
   ActiveBudgetScope active(&budget_);
   DictData globals;
@@ -210,6 +221,7 @@ void Evaluator::exec_set(const Stmt& s) {
     check_defined(ns);
     throw_error("TypeError: cannot assign attribute on non-namespace object '" + s.targets[0] + "'");
   }
+  record_mutation(ns);
   ns.dict().set(Value(s.attr), std::move(v));
 }
 

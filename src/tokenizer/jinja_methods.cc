@@ -5,6 +5,7 @@
 #include "tokenizer/jinja_budget.h"
 #include "tokenizer/jinja_builtins.h"
 #include "tokenizer/jinja_error.h"
+#include "tokenizer/jinja_eval.h"
 #include "tokenizer/jinja_text.h"
 
 namespace folio::jinja {
@@ -259,7 +260,9 @@ Value get_method(const Value& obj, const std::string& name) {
   } else {
     return Value::undefined();
   }
-  return Value::callable(name, [impl, obj, name](Evaluator&, CallArgs& a) {
+  bool mutates = obj.is_list() && name != "index" && name != "count";
+  return Value::callable(name, [impl, obj, name, mutates](Evaluator& ev, CallArgs& a) {
+    if (mutates) ev.record_mutation(obj);
     return impl(name, obj, a);
   });
 }

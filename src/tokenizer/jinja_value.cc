@@ -123,6 +123,11 @@ void DictData::set(const Value& key, Value value) {
   entries_.emplace_back(key, std::move(value));
 }
 
+void DictData::clear() {
+  entries_.clear();
+  string_index_.clear();
+}
+
 Value& DictData::value_at(size_t i) { return entries_[i].second; }
 
 bool DictData::erase(const Value& key) {

@@ -36,6 +36,7 @@ class DictData {
   const Value* find(const Value& key) const;
   void set(const Value& key, Value value);
   bool erase(const Value& key);
+  void clear();
   size_t size() const { return entries_.size(); }
   const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
   // The value of the i-th entry in insertion order (for in-place updates of known keys).

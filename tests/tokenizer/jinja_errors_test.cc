@@ -150,6 +150,20 @@ TEST(JinjaLimits, HostileTemplatesFailFast) {
                "step budget");
 }
 
+TEST(JinjaLimits, ReferenceCyclesAreBrokenAfterTheRender) {
+  // Values are reference counted: `l.append(l)` or `set ns.me = ns` would leak the cycle, so the
+  // evaluator empties every container the template mutated once the render ends.
+  Value vars = Value::make_dict();
+  Value list = Value::make_list({Value(1)});
+  vars.dict().set("l", list);
+  auto out = render("{{ l.append(l) }}{{ l | length }}{% set ns = namespace() %}{% set ns.me = ns %}", {}, vars);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(*out, "None2");
+  EXPECT_TRUE(list.list().items.empty());
+  EXPECT_FALSE(render("{% set l = [1] %}{{ l.append(l) }}{{ l }}", {}, vars).ok());
+  EXPECT_TRUE(list.list().items.empty());
+}
+
 TEST(JinjaLimits, DeepNestingInTheSourceIsASyntaxError) {
   std::string parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
   EXPECT_THAT(parse_error(parens).message(), HasSubstr("nested deeper"));
