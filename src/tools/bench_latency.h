@@ -1,0 +1,62 @@
+// Batch latency (benchmark B3): B requests of N prompt tokens each, submitted together, each
+// generating M tokens with EOS ignored; per iteration the time to first token (until every one
+// of the B prompts has its first token: the prefill of the batch) and the time per output token
+// ((total - TTFT) / (M - 1): the mean decode step). Warm-up iterations run first and are not
+// counted; each iteration draws fresh prompts, so the prefix cache never serves a prefill.
+//
+// Beside the figure, the bandwidth floor of a decode step at batch B and mean context C:
+//   (weight bytes read + B * C * kv_bytes_per_token) / bandwidth
+// with the embedding table gathered, not read (docs/performance.md), C = N + M / 2.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "engine/engine_core.h"
+#include "model/model_config.h"
+
+namespace folio::tools {
+
+struct LatencyConfig {
+  int batch_size = 1;
+  int input_len = 32;
+  int output_len = 128;
+  int num_iters = 10;
+  int num_iters_warmup = 2;
+  uint64_t seed = 0;
+};
+
+struct LatencyIteration {
+  double ttft_s = 0.0;   // submit -> the last of the batch's first tokens
+  double total_s = 0.0;  // submit -> every request finished
+  double tpot_s = 0.0;   // (total - ttft) / (output_len - 1); 0 when output_len == 1
+};
+
+// Errors when the shape cannot fit the engine (context length, KV capacity for the batch).
+Result<std::vector<LatencyIteration>> run_latency(EngineCore& engine, const LatencyConfig& c);
+
+// Parameters read from memory by one decode step: every layer's projections and norms, the
+// final norm and the LM head (the tied embedding counts once, as the head).
+int64_t decode_weight_params(const ModelConfig& m);
+// Bytes per element of the model's dtype: 2 for bfloat16/float16, 4 for float32.
+int dtype_bytes(const ModelConfig& m);
+// K and V of one token over all layers.
+int64_t kv_bytes_per_token(const ModelConfig& m);
+
+struct BandwidthFloor {
+  double weight_bytes = 0.0;
+  double kv_bytes = 0.0;        // batch * context * kv_bytes_per_token
+  double bytes_per_step = 0.0;
+  double floor_s = 0.0;         // bytes_per_step / bandwidth
+};
+BandwidthFloor decode_bandwidth_floor(const ModelConfig& m, int batch, double mean_context,
+                                      double bandwidth_gbps);
+
+// avg/percentile latencies, mean TTFT and TPOT, the floor and floor / TPOT.
+nlohmann::json latency_json(const LatencyConfig& c, const std::vector<LatencyIteration>& iters,
+                            const BandwidthFloor& floor, double bandwidth_gbps);
+
+}  // namespace folio::tools

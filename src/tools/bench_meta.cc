@@ -1,0 +1,76 @@
+#include "tools/bench_meta.h"
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+namespace folio::tools {
+
+std::string build_commit() {
+#ifdef FOLIO_GIT_COMMIT
+  std::string c = FOLIO_GIT_COMMIT;
+  return c.empty() ? "unknown" : c;
+#else
+  return "unknown";
+#endif
+}
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+namespace {
+
+std::string shell_quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;#~!") == std::string::npos)
+    return arg;
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') out += "'\\''";
+    else out.push_back(c);
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+std::string process_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string raw = ss.str();
+  std::string out;
+  size_t start = 0;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    if (!out.empty()) out.push_back(' ');
+    out += shell_quote(raw.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+nlohmann::json run_metadata(const std::string& gpu_name) {
+  return {{"gpu_name", gpu_name},
+          {"commit", build_commit()},
+          {"date", utc_now_iso8601()},
+          {"command", process_command_line()}};
+}
+
+Status write_json_file(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  if (!out) return invalid_argument("cannot write " + path);
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) return data_loss("failed writing " + path);
+  return Status();
+}
+
+}  // namespace folio::tools

@@ -1,0 +1,31 @@
+// What every benchmark result carries besides its figures, so a number can be traced to the
+// machine, the code and the command that produced it (docs/performance.md): gpu_name, commit,
+// date and command; and writing a result file.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace folio::tools {
+
+// The git commit the binary was built from: the FOLIO_GIT_COMMIT compile definition, or
+// "unknown" when the build did not bake one in.
+std::string build_commit();
+
+// UTC now, ISO 8601: "2026-11-22T02:30:05Z".
+std::string utc_now_iso8601();
+
+// This process's command line (Linux /proc/self/cmdline), arguments joined by spaces and
+// single-quoted when they hold shell metacharacters; "" when unavailable.
+std::string process_command_line();
+
+// {"gpu_name", "commit", "date", "command"}.
+nlohmann::json run_metadata(const std::string& gpu_name);
+
+// Writes `j` pretty-printed (2 spaces) plus a newline; errors name the path.
+Status write_json_file(const std::string& path, const nlohmann::json& j);
+
+}  // namespace folio::tools

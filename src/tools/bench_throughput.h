@@ -1,0 +1,65 @@
+// Offline throughput (benchmarks B1, B2, M1): every request submitted to one EngineCore at once,
+// EOS ignored (max_tokens = the output length, so the work is fixed), run to completion on the
+// calling thread. Sampling is vLLM's throughput setting: temperature 1, top-p 1, no generation
+// config defaults.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "engine/engine_core.h"
+#include "tools/bench_workload.h"
+
+namespace folio::tools {
+
+struct ThroughputResult {
+  int num_requests = 0;
+  int num_failed = 0;             // requests the engine finished with an error
+  int64_t prompt_tokens = 0;      // of the workload
+  int64_t output_tokens = 0;      // generated, as the engine reported per request
+  double elapsed_s = 0.0;         // first submit to the last step
+  int64_t num_steps = 0;
+  int64_t num_preemptions = 0;
+  double kv_slot_utilization = 0.0;  // mean over steps: filled slots / allocated slots
+  int peak_running_sequences = 0;
+  int peak_kv_blocks_used = 0;
+  int kv_num_blocks = 0;
+  int kv_block_size = 0;
+};
+
+// Errors (nothing run) when a request cannot fit the engine's context length; an engine
+// failure mid-run is an error too. Prompts: make_random_prompts(items, vocab, seed).
+Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<WorkloadItem>& items,
+                                        uint64_t seed);
+
+// requests_per_second, output_tokens_per_second, total_tokens_per_second, elapsed_seconds,
+// kv_slot_utilization, num_preemptions, peak_running_sequences, and the raw counts.
+nlohmann::json throughput_json(const ThroughputResult& r);
+
+// Aborts, when it goes out of scope, every request it saw added that is still live: an early
+// return must not leave the engine holding sinks that point into a finished stack frame.
+// Declare it after whatever the sinks capture.
+class LiveRequestGuard {
+ public:
+  explicit LiveRequestGuard(EngineCore& engine) : engine_(engine) {}
+  ~LiveRequestGuard() {
+    for (const auto& id : ids_)
+      if (engine_.is_live(id)) engine_.abort(id);
+  }
+  LiveRequestGuard(const LiveRequestGuard&) = delete;
+  LiveRequestGuard& operator=(const LiveRequestGuard&) = delete;
+  void added(std::string id) { ids_.push_back(std::move(id)); }
+
+ private:
+  EngineCore& engine_;
+  std::vector<std::string> ids_;
+};
+
+// Sampling for benchmark requests: fixed length, no defaults from generation_config.json.
+SamplingParams bench_sampling_params(int output_len, float temperature);
+
+}  // namespace folio::tools

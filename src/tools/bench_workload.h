@@ -1,0 +1,38 @@
+// Benchmark workloads: a list of (input_len, output_len) requests, read from a JSONL file of
+// {"input_len": N, "output_len": M} lines (bench/workloads/sharegpt_like_1000.jsonl) or made of
+// one fixed shape, and the random prompts that fill them (token ids drawn from a seeded RNG, so
+// a run is repeatable and prompts share no prefix beyond chance).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace folio::tools {
+
+struct WorkloadItem {
+  int input_len = 0;   // prompt tokens, >= 1
+  int output_len = 0;  // generated tokens (max_tokens with EOS ignored), >= 1
+};
+
+// One JSONL line. Errors name the field and the problem ("input_len must be an integer >= 1").
+Result<WorkloadItem> parse_workload_line(std::string_view line);
+
+// Every non-blank line of `path`; errors carry "path:line: ". `num_prompts` > 0 keeps the first
+// that many (an error if the file has fewer); 0 keeps all.
+Result<std::vector<WorkloadItem>> load_workload(const std::string& path, int num_prompts);
+
+std::vector<WorkloadItem> fixed_workload(int input_len, int output_len, int num_prompts);
+
+int64_t total_input_tokens(const std::vector<WorkloadItem>& items);
+int64_t total_output_tokens(const std::vector<WorkloadItem>& items);
+
+// One prompt per item, ids uniform in [0, vocab_size), from a splitmix64 stream seeded by
+// `seed` (the same ids on every platform, unlike std::uniform_int_distribution).
+std::vector<std::vector<int32_t>> make_random_prompts(const std::vector<WorkloadItem>& items,
+                                                      int vocab_size, uint64_t seed);
+
+}  // namespace folio::tools

@@ -1,0 +1,108 @@
+// Workload files: parsing, clear per-line errors, truncation, and the seeded random prompts.
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tools/bench_workload.h"
+
+namespace folio::tools {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(BenchWorkload, ParsesALine) {
+  auto item = parse_workload_line(R"({"input_len": 132, "output_len": 122, "extra": 1})");
+  ASSERT_TRUE(item.ok()) << item.status().to_string();
+  EXPECT_EQ(item->input_len, 132);
+  EXPECT_EQ(item->output_len, 122);
+}
+
+TEST(BenchWorkload, BadLinesGiveClearErrors) {
+  struct Case {
+    const char* line;
+    const char* expect;
+  };
+  for (const Case& c : {Case{"{\"input_len\": 3", "not valid JSON"},
+                        Case{"[1, 2]", "expected a JSON object"},
+                        Case{"{\"output_len\": 3}", "missing field \"input_len\""},
+                        Case{"{\"input_len\": 3}", "missing field \"output_len\""},
+                        Case{"{\"input_len\": \"3\", \"output_len\": 3}", "\"input_len\" must be an integer"},
+                        Case{"{\"input_len\": 2.5, \"output_len\": 3}", "\"input_len\" must be an integer"},
+                        Case{"{\"input_len\": 3, \"output_len\": 0}", "\"output_len\" must be in [1"},
+                        Case{"{\"input_len\": -4, \"output_len\": 3}", "\"input_len\" must be in [1"}}) {
+    auto item = parse_workload_line(c.line);
+    ASSERT_FALSE(item.ok()) << c.line;
+    EXPECT_NE(item.status().message().find(c.expect), std::string::npos)
+        << c.line << " -> " << item.status().message();
+  }
+}
+
+TEST(BenchWorkload, FileErrorsNameTheLine) {
+  const std::string path = write_temp(
+      "wl_bad.jsonl", "{\"input_len\": 1, \"output_len\": 2}\n\n{\"input_len\": 1}\n");
+  auto items = load_workload(path, 0);
+  ASSERT_FALSE(items.ok());
+  EXPECT_NE(items.status().message().find(path + ":3: missing field \"output_len\""),
+            std::string::npos)
+      << items.status().message();
+  EXPECT_FALSE(load_workload(::testing::TempDir() + "/no_such.jsonl", 0).ok());
+  EXPECT_FALSE(load_workload(write_temp("wl_empty.jsonl", "\n  \n"), 0).ok());
+}
+
+TEST(BenchWorkload, LoadsAndTruncates) {
+  const std::string path = write_temp(
+      "wl_ok.jsonl",
+      "{\"input_len\": 5, \"output_len\": 7}\r\n\n{\"input_len\": 6, \"output_len\": 8}\n"
+      "{\"input_len\": 9, \"output_len\": 1}\n");
+  auto all = load_workload(path, 0);
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(total_input_tokens(*all), 20);
+  EXPECT_EQ(total_output_tokens(*all), 16);
+  auto two = load_workload(path, 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[1].input_len, 6);
+  auto too_many = load_workload(path, 4);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("has only 3 requests"), std::string::npos);
+}
+
+TEST(BenchWorkload, BundledShareGptLikeWorkloadLoads) {
+  auto items = load_workload(std::string(FOLIO_SOURCE_DIR) + "/bench/workloads/sharegpt_like_1000.jsonl", 0);
+  ASSERT_TRUE(items.ok()) << items.status().to_string();
+  EXPECT_EQ(items->size(), 1000u);
+  EXPECT_EQ((*items)[0].input_len, 132);
+  EXPECT_EQ((*items)[0].output_len, 122);
+}
+
+TEST(BenchWorkload, RandomPromptsAreSeededAndInRange) {
+  auto items = fixed_workload(50, 4, 3);
+  ASSERT_EQ(items.size(), 3u);
+  auto a = make_random_prompts(items, 97, 1);
+  auto b = make_random_prompts(items, 97, 1);
+  auto c = make_random_prompts(items, 97, 2);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  std::set<int32_t> distinct;
+  for (const auto& p : a) {
+    ASSERT_EQ(p.size(), 50u);
+    for (int32_t id : p) {
+      ASSERT_GE(id, 0);
+      ASSERT_LT(id, 97);
+      distinct.insert(id);
+    }
+  }
+  EXPECT_GT(distinct.size(), 60u);  // 150 draws over 97 ids: a real spread
+  EXPECT_NE(a[0], a[1]);            // requests do not share a prompt
+}
+
+}  // namespace
+}  // namespace folio::tools
