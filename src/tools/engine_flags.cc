@@ -5,7 +5,13 @@ namespace folio::tools {
 void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
   auto* model = c->add_option("--model", f.load.model_dir, "Hugging Face model folder");
   if (model_required) model->required();
-  c->add_option("--device", f.load.device, "cpu (cuda in CUDA builds)");
+  c->add_option("--device", f.load.device, "auto | cpu | cuda (auto: cuda when a GPU is usable)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  c->add_option("--dtype", f.dtype, "CUDA weights/activations: auto (the checkpoint's) | bfloat16 | float16")
+      ->check(CLI::IsMember({"auto", "bfloat16", "float16"}));
+  c->add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
+                "share of GPU memory for weights, activations and KV cache (CUDA)")
+      ->check(CLI::Range(0.01, 1.0));
   c->add_option("--load-format", f.load.load_format, "auto | dummy (random weights)");
   c->add_option("--model-config", f.load.model_config_file, "config.json for --load-format dummy");
   c->add_option("--kv-cache-mode", f.kv_cache_mode, "paged (PagedAttention) | token (TokenAttention)")
@@ -48,6 +54,8 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.max_total_tokens = f.max_total_tokens;
   c.kv_cache_memory_gib = f.kv_cache_memory_gib;
   c.swap_space_gib = f.swap_space_gib;
+  c.gpu_memory_utilization = f.gpu_memory_utilization;
+  c.dtype = f.dtype;
   c.enable_prefix_caching = f.enable_prefix_caching;
   c.sched.preemption_mode =
       f.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;

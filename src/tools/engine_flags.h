@@ -10,14 +10,23 @@
 
 namespace folio::tools {
 
+// The tools default to --device auto: cuda when built with it and a GPU is present, else cpu.
+inline LoadOptions default_load_options() {
+  LoadOptions o;
+  o.device = "auto";
+  return o;
+}
+
 struct EngineFlags {
-  LoadOptions load;
+  LoadOptions load = default_load_options();
   std::string kv_cache_mode = "paged";
   int block_size = 16;
   int num_kv_blocks = 0;
   int max_total_tokens = 0;
   double kv_cache_memory_gib = 0.25;
   double swap_space_gib = 0.0;
+  double gpu_memory_utilization = 0.9;
+  std::string dtype = "auto";
   bool enable_prefix_caching = true;
   std::string preemption_mode = "recompute";
   std::string scheduling_policy = "fcfs";

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs the CUDA executor's checks on the GPU machine in one call: every `gpu` test (ops,
+# executor vs CPU, engine goldens/preemption/sampling/memory planning), `folio generate` on a
+# fixture model, and a dummy Llama-3-8B batch-1 decode timing.
+#
+#   scripts/gpu-executor.sh stage   # here: build folio_cuda_tests and folio in build-cudaexec
+#                                   #   (FOLIO_CUDA=ON) and fill build-cudaexec/carry
+#   device run, carry ["build-cudaexec/carry"], command:
+#     scripts/gpu-executor.sh run   # there; logs under $OUT
+#
+# Like scripts/gpu-test.sh: the GPU machine has CUDA but none of our Debian libraries, so the
+# binaries travel with the shared libraries they need beyond glibc/libstdc++/CUDA, as one tar.xz.
+# The test binaries read fixtures through paths compiled in here (/work/main/...): `run` links
+# that path to the checkout it runs in.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build-cudaexec}
+CARRY=$BUILD/carry
+
+stage() {
+  cmake -S . -B "$BUILD" -DFOLIO_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD" -j2 --target folio_cuda_tests folio
+  rm -rf "$CARRY" && mkdir -p "$CARRY"
+  cp "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" "$CARRY/"
+  strip "$CARRY/folio_cuda_tests" "$CARRY/folio"
+  local libs
+  libs=$(mktemp -d)
+  ldd "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" | awk '/=> \// {print $3}' |
+    grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart' |
+    sort -u | xargs -I{} cp -L {} "$libs/"
+  ls "$libs"
+  tar -C "$libs" -cJf "$CARRY/libs.tar.xz" . && rm -rf "$libs"
+  du -sh "$CARRY"
+}
+
+# Seconds (wall) of one `folio generate` run.
+timed_generate() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$CARRY/folio" generate "$@" >/dev/null
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l 2>/dev/null || python3 -c "print($t1 - $t0)"
+}
+
+run() {
+  set +e +o pipefail  # report every part; the test log decides the exit status
+  local out=${OUT:-/tmp/folio-gpu-exec}
+  mkdir -p "$out"
+  local libs=/tmp/folio-gpu-libs
+  mkdir -p "$libs"
+  tar -C "$libs" -xJf "$CARRY/libs.tar.xz" 2>/dev/null ||
+    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+      "$CARRY/libs.tar.xz" "$libs"
+  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  [[ -e /work/main ]] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+  ldd "$CARRY/folio" "$CARRY/folio_cuda_tests" | grep 'not found' && { echo "missing libraries"; exit 1; }
+  echo "== gpu tests"
+  timeout 300 "$CARRY/folio_cuda_tests" --gtest_output="xml:$out/gpu_tests.xml" >"$out/gpu_tests.log" 2>&1
+  echo "test binary exit $?"
+  grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|tests ran|Expected|Which is|actual|\(([0-9]{4,}) ms\)' \
+    "$out/gpu_tests.log" | head -n 60
+  local sanitizer=/usr/local/cuda/bin/compute-sanitizer
+  if [[ -x $sanitizer ]]; then
+    echo "== memcheck (executor vs CPU, two cases)"
+    timeout 180 "$sanitizer" --tool memcheck --error-exitcode 3 "$CARRY/folio_cuda_tests" \
+      --gtest_filter='*CudaVsCpu*qwen3_qknorm_bs1*:*CudaVsCpu*llama_hd128_bs16*' >"$out/memcheck.log" 2>&1
+    echo "memcheck exit $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck.log" | head -n 5
+  fi
+  echo "== folio generate --device cuda (fixture llama_hd128)"
+  echo '{"prompt_token_ids": [519, 3, 77, 12, 900], "max_tokens": 12, "temperature": 0}' >/tmp/req.jsonl
+  "$CARRY/folio" generate --device cuda --model tests/data/models/llama_hd128 --input /tmp/req.jsonl 2>&1 | tail -n 4
+  echo "== folio generate, bundled model (head_dim 16): --device cuda refuses, auto falls back"
+  "$CARRY/folio" generate --device cuda --model models/tiny_llama3 --input /tmp/req.jsonl 2>&1 | tail -n 2 || true
+  "$CARRY/folio" generate --model models/tiny_llama3 --input /tmp/req.jsonl 2>&1 | tail -n 3
+  echo "== dummy Llama-3-8B, batch 1, 128-token prompt"
+  python3 -c "import json; print(json.dumps({'prompt_token_ids': list(range(1000, 1128)), 'max_tokens': int(__import__('sys').argv[1]), 'ignore_eos': True, 'temperature': 0}))" 32 >/tmp/r32.jsonl
+  python3 -c "import json; print(json.dumps({'prompt_token_ids': list(range(1000, 1128)), 'max_tokens': int(__import__('sys').argv[1]), 'ignore_eos': True, 'temperature': 0}))" 544 >/tmp/r544.jsonl
+  local dummy=(--device cuda --load-format dummy --model configs --model-config configs/llama-3-8b.json)
+  "$CARRY/folio" generate "${dummy[@]}" --input /tmp/r32.jsonl >"$out/dummy8b.log" 2>&1
+  grep -E 'cuda:|error|done' "$out/dummy8b.log" | cut -c1-400
+  local t32 t544
+  t32=$(timed_generate "${dummy[@]}" --input /tmp/r32.jsonl 2>/dev/null)
+  t544=$(timed_generate "${dummy[@]}" --input /tmp/r544.jsonl 2>/dev/null)
+  python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'generate 32 tokens: {a:.2f} s, 544 tokens: {b:.2f} s -> decode {(b-a)/512*1000:.2f} ms/token (batch 1)')" "$t32" "$t544"
+  grep -q '^\[  PASSED  \]' "$out/gpu_tests.log" && ! grep -q '^\[  FAILED  \]' "$out/gpu_tests.log"
+}
+
+case "${1:-}" in
+  stage) stage ;;
+  run) run ;;
+  *) echo "usage: $0 stage|run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,262 @@
+// CudaLlamaExecutor: the step (upload, plan, layers, logits) and the KV block copies.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "backend/cuda/embedding.h"
+#include "backend/cuda/kv_cache_ops.h"
+#include "backend/cuda/rms_norm.h"
+#include "backend/cuda/rope.h"
+#include "backend/cuda/silu_and_mul.h"
+#include "backend/cuda/split_qkv.h"
+#include "base/log.h"
+#include "model/cuda_llama_executor_impl.h"
+
+namespace folio {
+namespace {
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+template <typename T>
+size_t bytes_of(const std::vector<T>& v) { return v.size() * sizeof(T); }
+
+}  // namespace
+
+Status ensure_device(cuda::DeviceBuffer& buf, size_t bytes) {
+  if (buf.bytes() >= bytes) return Status();
+  buf = cuda::DeviceBuffer();  // free first: the old and new sizes need not both fit
+  FOLIO_ASSIGN_OR_RETURN(buf, cuda::DeviceBuffer::allocate(bytes));
+  return Status();
+}
+
+size_t CudaLlamaExecutor::Impl::layer_block_bytes() const {
+  return static_cast<size_t>(kv.block_size) * config.kv_size() * cuda::dtype_size(dt);
+}
+
+// Host-side checks of what the kernels would otherwise read out of bounds: token ids, slots,
+// block ids, each sequence's table covering its context, logits rows.
+Status CudaLlamaExecutor::Impl::validate(const ForwardBatch& b, const CacheView& c) const {
+  const int T = b.num_tokens(), S = b.num_seqs(), V = config.vocab_size;
+  if (b.positions.size() != static_cast<size_t>(T) || b.slot_mapping.size() != static_cast<size_t>(T) ||
+      b.query_start.size() != static_cast<size_t>(S) + 1 ||
+      b.block_table_start.size() != static_cast<size_t>(S) + 1 || b.query_start[S] != T)
+    return internal_error("ForwardBatch: inconsistent array sizes");
+  for (int32_t id : b.token_ids)
+    if (id < 0 || id >= V)
+      return invalid_argument("token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                              std::to_string(V) + ")");
+  for (int64_t s : b.slot_mapping)
+    if (s >= c.num_slots) return internal_error("slot " + std::to_string(s) + " outside the KV cache");
+  const int64_t num_blocks = c.num_slots / kv.block_size;
+  for (int32_t blk : b.block_table)
+    if (blk < 0 || blk >= num_blocks)
+      return internal_error("block " + std::to_string(blk) + " outside the KV cache");
+  for (int s = 0; s < S; ++s) {
+    const int q_len = b.query_start[s + 1] - b.query_start[s];
+    const int64_t need = (static_cast<int64_t>(b.context_lens[s]) + kv.block_size - 1) / kv.block_size;
+    if (q_len < 0 || q_len > b.context_lens[s] ||
+        b.block_table_start[s + 1] - b.block_table_start[s] < need)
+      return internal_error("ForwardBatch: sequence " + std::to_string(s) +
+                            " has a query longer than its context or too few blocks");
+  }
+  for (int32_t r : b.logits_rows)
+    if (r < 0 || r >= T) return internal_error("logits row " + std::to_string(r) + " outside the step");
+  return Status();
+}
+
+// Packs the step's arrays into the pinned staging buffer and uploads them in one copy.
+Status CudaLlamaExecutor::Impl::upload(const ForwardBatch& b, StepArrays& d) {
+  struct Src { const void* p; size_t n; };
+  const Src srcs[] = {{b.token_ids.data(), bytes_of(b.token_ids)},
+                      {b.positions.data(), bytes_of(b.positions)},
+                      {b.slot_mapping.data(), bytes_of(b.slot_mapping)},
+                      {b.query_start.data(), bytes_of(b.query_start)},
+                      {b.context_lens.data(), bytes_of(b.context_lens)},
+                      {b.block_table_start.data(), bytes_of(b.block_table_start)},
+                      {b.block_table.data(), bytes_of(b.block_table)},
+                      {b.logits_rows.data(), bytes_of(b.logits_rows)}};
+  size_t offsets[8], total = 0;
+  for (int i = 0; i < 8; ++i) {
+    offsets[i] = total;
+    total += align16(srcs[i].n);
+  }
+  if (host_in.bytes() < total) {
+    host_in = cuda::PinnedHostBuffer();
+    FOLIO_ASSIGN_OR_RETURN(host_in, cuda::PinnedHostBuffer::allocate(total * 3 / 2));
+  }
+  FOLIO_RETURN_IF_ERROR(ensure_device(dev_in, host_in.bytes()));
+  auto* h = static_cast<std::byte*>(host_in.data());
+  for (int i = 0; i < 8; ++i)
+    if (srcs[i].n) std::memcpy(h + offsets[i], srcs[i].p, srcs[i].n);
+  FOLIO_RETURN_IF_ERROR(cuda::copy_async(dev_in.data(), host_in.data(), total, nullptr));
+  const auto* base = static_cast<const std::byte*>(dev_in.data());
+  auto i32 = [&](int i) { return reinterpret_cast<const int32_t*>(base + offsets[i]); };
+  d.token_ids = i32(0);
+  d.positions = i32(1);
+  d.slot_mapping = reinterpret_cast<const int64_t*>(base + offsets[2]);
+  d.query_start = i32(3);
+  d.context_lens = i32(4);
+  d.block_table_start = i32(5);
+  d.block_table = i32(6);
+  d.logits_rows = i32(7);
+  return Status();
+}
+
+Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& c,
+                                        std::vector<float>* logits) {
+  FOLIO_RETURN_IF_ERROR(validate(b, c));
+  const int T = b.num_tokens();
+  if (T == 0) {
+    if (logits) logits->clear();
+    return Status();
+  }
+  FOLIO_RETURN_IF_ERROR(reserve_activations(T));
+  StepArrays d;
+  FOLIO_RETURN_IF_ERROR(upload(b, d));
+  // Plan attention once for the step; every layer reuses it.
+  bool all_decode = true;
+  for (int s = 0; s < b.num_seqs(); ++s)
+    all_decode = all_decode && b.query_start[s + 1] - b.query_start[s] == 1;
+  cuda::DecodePlan decode;
+  cuda::PrefillPlan prefill;
+  if (all_decode) {
+    FOLIO_ASSIGN_OR_RETURN(decode, cuda::plan_decode_attention(
+                                       b.context_lens, config.num_heads, config.num_kv_heads,
+                                       config.head_dim, info.num_sms));
+    FOLIO_RETURN_IF_ERROR(ensure_device(attn_workspace, decode.workspace_bytes));
+  } else {
+    FOLIO_ASSIGN_OR_RETURN(prefill, cuda::plan_prefill_attention(b.query_start, config.num_heads,
+                                                                 config.num_kv_heads));
+  }
+  FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, weights.embed, d.token_ids, x.data(), T,
+                                        config.hidden_size, config.vocab_size, nullptr));
+  for (int l = 0; l < config.num_layers; ++l)
+    FOLIO_RETURN_IF_ERROR(layer(l, b, d, c, all_decode ? &decode : nullptr,
+                                all_decode ? nullptr : &prefill));
+  return compute_logits(b, d, logits);
+}
+
+// x += o_proj(attention(rope(qkv(rms_norm(x))))); x += down(silu_and_mul(gate_up(rms_norm(x)))).
+// The residual adds happen inside the GEMMs (accumulate): one rounding of x per add.
+Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepArrays& d,
+                                      const CacheView& c, const cuda::DecodePlan* decode,
+                                      const cuda::PrefillPlan* prefill) {
+  const CudaLayerWeights& w = weights.layers[l];
+  const int T = b.num_tokens(), H = config.hidden_size, I = config.intermediate_size;
+  const int hd = config.head_dim, nh = config.num_heads, nkv = config.num_kv_heads;
+  const int qs = config.q_size(), kvs = config.kv_size();
+  const float eps = static_cast<float>(config.rms_norm_eps);
+  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, nullptr));
+  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qs + 2 * kvs, H,
+                                        false, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::split_qkv(dt, qkv.data(), w.qkv_bias, q.data(), k.data(), v.data(),
+                                        T, qs, kvs, nullptr));
+  if (config.qk_norm) {  // Qwen3: RMSNorm over each head's head_dim, before rope
+    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, nullptr));
+    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, nullptr));
+  }
+  FOLIO_RETURN_IF_ERROR(cuda::rope(dt, q.data(), k.data(), d.positions, inv_freq.as<float>(), T,
+                                   nh, nkv, hd, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::reshape_and_cache(dt, k.data(), v.data(), d.slot_mapping, T, kvs,
+                                                c.k[l], c.v[l], nullptr));
+  cuda::PagedAttentionParams p;
+  p.dtype = dt;
+  p.num_seqs = b.num_seqs();
+  p.num_heads = nh;
+  p.num_kv_heads = nkv;
+  p.head_dim = hd;
+  p.block_size = kv.block_size;
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  p.q = q.data();
+  p.k_cache = c.k[l];
+  p.v_cache = c.v[l];
+  p.out = attn.data();
+  p.query_start = d.query_start;
+  p.context_lens = d.context_lens;
+  p.block_table_start = d.block_table_start;
+  p.block_table = d.block_table;
+  FOLIO_RETURN_IF_ERROR(decode ? cuda::decode_attention(p, *decode, attn_workspace.data(), nullptr)
+                               : cuda::prefill_attention(p, *prefill, nullptr));
+  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, true, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, nullptr));
+  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I, H,
+                                        false, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, nullptr));
+  return gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, true, nullptr);
+}
+
+// Final norm and lm_head on the requested rows only, kLogitsChunkRows at a time: gather the rows
+// (the embedding gather with x as the table), norm, fp32 GEMM, copy to the host.
+Status CudaLlamaExecutor::Impl::compute_logits(const ForwardBatch& b, const StepArrays& d,
+                                               std::vector<float>* out) {
+  const int R = static_cast<int>(b.logits_rows.size()), H = config.hidden_size;
+  const int V = config.vocab_size, T = b.num_tokens();
+  if (out) out->resize(static_cast<size_t>(R) * V);
+  for (int r0 = 0; r0 < R; r0 += kLogitsChunkRows) {
+    const int n = std::min(kLogitsChunkRows, R - r0);
+    FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, x.data(), d.logits_rows + r0, rows.data(), n, H, T,
+                                          nullptr));
+    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, rows.data(), weights.final_norm, rows_normed.data(), n,
+                                         H, static_cast<float>(config.rms_norm_eps), nullptr));
+    FOLIO_RETURN_IF_ERROR(logits_gemm->matmul_nt_f32(dt, rows_normed.data(), weights.lm_head,
+                                                     logits.as<float>(), n, V, H, nullptr));
+    if (out)
+      FOLIO_RETURN_IF_ERROR(cuda::copy(out->data() + static_cast<size_t>(r0) * V, logits.data(),
+                                       sizeof(float) * n * V));
+  }
+  return cuda::synchronize();  // surfaces any asynchronous kernel error of this step
+}
+
+Status CudaLlamaExecutor::execute(const ForwardBatch& batch, std::vector<float>& logits) {
+  if (!impl_->deferred.ok()) return impl_->deferred;
+  return impl_->forward(batch, impl_->cache, &logits);
+}
+
+void CudaLlamaExecutor::copy_blocks(std::span<const BlockCopy> copies) {
+  if (copies.empty() || !impl_->deferred.ok()) return;
+  Impl& m = *impl_;
+  Status st = ensure_device(m.copy_pairs, copies.size_bytes());
+  if (st.ok()) st = cuda::copy(m.copy_pairs.data(), copies.data(), copies.size_bytes());
+  if (st.ok())
+    st = cuda::copy_blocks(m.cache_ptrs.as<void*>(), 2 * m.config.num_layers,
+                           m.layer_block_bytes(), m.copy_pairs.as<BlockCopy>(),
+                           static_cast<int>(copies.size()), nullptr);
+  if (!st.ok()) m.deferred = st;
+}
+
+namespace {
+
+// Device cache <-> host pool, every layer's K and V, one call (runs of blocks merged).
+Status swap(CudaLlamaExecutor::Impl& m, std::span<const BlockCopy> copies, bool out) {
+  const int L = m.config.num_layers;
+  std::vector<void*> dev(2 * L), host(2 * L);
+  for (int l = 0; l < L; ++l) {
+    dev[2 * l] = m.cache.k[l];
+    dev[2 * l + 1] = m.cache.v[l];
+    host[2 * l] = m.swap_k[l];
+    host[2 * l + 1] = m.swap_v[l];
+  }
+  for (const BlockCopy& c : copies)
+    if (c.src < 0 || c.dst < 0 || (out ? c.dst : c.src) >= m.kv.num_swap_blocks ||
+        (out ? c.src : c.dst) >= m.kv.num_blocks)
+      return internal_error("swap: block pair (" + std::to_string(c.src) + ", " +
+                            std::to_string(c.dst) + ") outside the pools");
+  const auto& src = out ? dev : host;
+  auto& dst = out ? host : dev;
+  return cuda::copy_blocks_between(src.data(), dst.data(), 2 * L,
+                                   m.layer_block_bytes(), copies, nullptr);
+}
+
+}  // namespace
+
+void CudaLlamaExecutor::swap_out(std::span<const BlockCopy> copies) {
+  if (copies.empty() || !impl_->deferred.ok()) return;
+  if (Status st = swap(*impl_, copies, true); !st.ok()) impl_->deferred = st;
+}
+
+void CudaLlamaExecutor::swap_in(std::span<const BlockCopy> copies) {
+  if (copies.empty() || !impl_->deferred.ok()) return;
+  if (Status st = swap(*impl_, copies, false); !st.ok()) impl_->deferred = st;
+}
+
+}  // namespace folio

@@ -1,0 +1,90 @@
+// CudaLlamaExecutor: the Llama-family forward (Llama, Mistral, Qwen2, Qwen3) on one NVIDIA GPU,
+// the same op sequence as CpuLlamaExecutor in bf16/fp16 with fp32 accumulation, over a paged KV
+// cache in device memory (block size 1 is token mode) and a host swap pool in pinned memory.
+//
+// Per step: the ForwardBatch arrays go up in one copy into persistent buffers, attention is
+// planned once (decode kernel when every sequence has one query token, else the prefill kernel,
+// which takes mixed batches) and reused by every layer; logits come back as fp32
+// [logits_rows, vocab]. No allocation happens per step once the buffers have grown.
+//
+// create() plans memory: weights, then a profiling forward at the largest step
+// (max_num_batched_tokens tokens), then the KV cache takes what remains of
+// gpu_memory_utilization x total memory (or exactly `num_blocks` when given). Errors (model too
+// large, setting too low, unsupported head_dim) come back as Status.
+//
+// Engine thread only. Only built with FOLIO_CUDA; this header is plain C++.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/executor.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
+
+namespace folio {
+
+struct CudaExecutorOptions {
+  std::string dtype = "auto";          // auto (the checkpoint's; fp32 runs in bf16) | bfloat16 | float16
+  double gpu_memory_utilization = 0.9;  // share of the GPU's total memory this executor may use
+  int block_size = 16;                  // KV block size (1: token mode)
+  int num_blocks = 0;                   // explicit device KV blocks; 0: planned from memory
+  double swap_space_gib = 0.0;          // pinned host swap pool
+  int max_num_batched_tokens = 2048;    // the largest step (sizes the activations)
+  int max_num_seqs = 256;
+  int max_model_len = 0;                // 0: the model's max_position_embeddings
+  uint64_t seed = 0;                    // dummy weights
+};
+
+// What create() measured and decided, for logs and tests.
+struct CudaMemoryReport {
+  std::string device;
+  size_t total_bytes = 0;
+  size_t weight_bytes = 0;
+  size_t peak_bytes = 0;      // device memory in use after the profiling forward
+  size_t kv_budget_bytes = 0; // what gpu_memory_utilization left for the KV cache
+  size_t kv_block_bytes = 0;  // one block, all layers, K and V
+  int num_blocks = 0;
+  int max_len_seqs = 0;       // sequences of max_model_len that fit at once
+};
+
+class CudaLlamaExecutor final : public Executor {
+ public:
+  // checkpoint == nullptr: dummy random weights generated on the GPU from options.seed.
+  static Result<std::unique_ptr<CudaLlamaExecutor>> create(const ModelConfig& config,
+                                                           const Checkpoint* checkpoint,
+                                                           const CudaExecutorOptions& options);
+  ~CudaLlamaExecutor() override;
+
+  std::string device_name() const override;
+  int vocab_size() const override;
+  const KvCacheShape& kv_shape() const override;
+  const CudaMemoryReport& memory_report() const;
+
+  Status execute(const ForwardBatch& batch, std::vector<float>& logits) override;
+  // The copy/swap calls cannot return a Status (Executor's contract): a failure is kept and
+  // returned by the next execute().
+  void copy_blocks(std::span<const BlockCopy> copies) override;
+  void swap_out(std::span<const BlockCopy> copies) override;
+  void swap_in(std::span<const BlockCopy> copies) override;
+
+  // Bytes of KV cache one block takes over all layers (K and V) in a 16-bit dtype.
+  static size_t kv_block_bytes(const ModelConfig& config, int block_size);
+
+  struct Impl;
+
+ private:
+  explicit CudaLlamaExecutor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when this build can reach at least one CUDA device (for `--device auto`).
+bool cuda_device_available();
+// Ok when the CUDA kernels take this model's attention geometry (head_dim 64 or 128, heads a
+// multiple of kv heads); else why not (Unimplemented).
+Status cuda_model_supported(const ModelConfig& config);
+
+}  // namespace folio

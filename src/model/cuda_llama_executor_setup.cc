@@ -1,0 +1,247 @@
+// CudaLlamaExecutor: creation and memory planning (weights, activations, a profiling forward at
+// the largest step, then the KV cache from what gpu_memory_utilization leaves).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "backend/cuda/attention_params.h"
+#include "backend/cuda/memory_info.h"
+#include "base/log.h"
+#include "model/cuda_llama_executor_impl.h"
+#include "model/rope.h"
+
+namespace folio {
+namespace {
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1ull << 30));
+  return buf;
+}
+
+// The largest step the scheduler can send: `tokens` new tokens in prefill sequences of at most
+// max_len tokens (at most max_seqs of them). No K/V is written (slot -1); every sequence reads
+// the same scratch blocks.
+ForwardBatch profile_batch(int tokens, int max_len, int max_seqs, int block_size) {
+  ForwardBatch b;
+  b.query_start.push_back(0);
+  b.block_table_start.push_back(0);
+  const int seq_len = std::min(tokens, max_len);
+  for (int s = 0; s < max_seqs && b.num_tokens() < tokens; ++s) {
+    const int len = std::min(seq_len, tokens - b.num_tokens());
+    for (int p = 0; p < len; ++p) {
+      b.token_ids.push_back(p % 7);
+      b.positions.push_back(p);
+      b.slot_mapping.push_back(-1);
+    }
+    b.query_start.push_back(b.num_tokens());
+    b.context_lens.push_back(len);
+    for (int blk = 0; blk * block_size < len; ++blk) b.block_table.push_back(blk);
+    b.block_table_start.push_back(static_cast<int32_t>(b.block_table.size()));
+  }
+  for (int r = 0; r < std::min(b.num_tokens(), kLogitsChunkRows); ++r) b.logits_rows.push_back(r);
+  return b;
+}
+
+Status check_options(const CudaExecutorOptions& o) {
+  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
+    return invalid_argument("--gpu-memory-utilization must be in (0, 1], got " +
+                            std::to_string(o.gpu_memory_utilization));
+  if (o.block_size < 1) return invalid_argument("block size must be >= 1");
+  if (o.max_num_batched_tokens < 1 || o.max_num_seqs < 1)
+    return invalid_argument("max_num_batched_tokens and max_num_seqs must be >= 1");
+  if (o.num_blocks < 0 || o.swap_space_gib < 0)
+    return invalid_argument("num_blocks and swap space must be >= 0");
+  return Status();
+}
+
+}  // namespace
+
+CudaLlamaExecutor::CudaLlamaExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaLlamaExecutor::~CudaLlamaExecutor() = default;
+
+std::string CudaLlamaExecutor::device_name() const { return "cuda:0 (" + impl_->info.name + ")"; }
+int CudaLlamaExecutor::vocab_size() const { return impl_->config.vocab_size; }
+const KvCacheShape& CudaLlamaExecutor::kv_shape() const { return impl_->kv; }
+const CudaMemoryReport& CudaLlamaExecutor::memory_report() const { return impl_->report; }
+
+size_t CudaLlamaExecutor::kv_block_bytes(const ModelConfig& c, int block_size) {
+  return 2ull * c.num_layers * block_size * c.kv_size() * 2;
+}
+
+bool cuda_device_available() {
+  auto n = cuda::device_count();
+  return n.ok() && *n > 0;
+}
+
+Status cuda_model_supported(const ModelConfig& config) {
+  Status st = cuda::check_attention_geometry(config.num_heads, config.num_kv_heads, config.head_dim);
+  if (st.ok()) return st;
+  return Status(st.code(), "this model cannot run on CUDA: " + st.message());
+}
+
+Status CudaLlamaExecutor::Impl::reserve_activations(int tokens) {
+  if (tokens <= act_tokens) return Status();
+  const size_t T = static_cast<size_t>(tokens), e = cuda::dtype_size(dt);
+  const size_t H = config.hidden_size, I = config.intermediate_size;
+  const size_t qs = config.q_size(), kvs = config.kv_size();
+  FOLIO_RETURN_IF_ERROR(ensure_device(x, T * H * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(normed, T * H * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(qkv, T * (qs + 2 * kvs) * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(q, T * qs * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(k, T * kvs * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(v, T * kvs * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(attn, T * qs * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(gate_up, T * 2 * I * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(act, T * I * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(rows, kLogitsChunkRows * H * e));
+  FOLIO_RETURN_IF_ERROR(ensure_device(rows_normed, kLogitsChunkRows * H * e));
+  FOLIO_RETURN_IF_ERROR(
+      ensure_device(logits, kLogitsChunkRows * static_cast<size_t>(config.vocab_size) * 4));
+  act_tokens = tokens;
+  return Status();
+}
+
+namespace {
+
+// Weights, GEMM handles, rope table, activations and the decode workspace for the largest step.
+Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int max_len) {
+  const ModelConfig& c = m.config;
+  if (ck) {
+    FOLIO_ASSIGN_OR_RETURN(m.weights, CudaLlamaWeights::load(c, *ck, m.dt));
+  } else {
+    FOLIO_ASSIGN_OR_RETURN(m.weights, CudaLlamaWeights::dummy(c, m.dt, m.options.seed));
+  }
+  FOLIO_ASSIGN_OR_RETURN(m.gemm, cuda::Gemm::create());
+  FOLIO_ASSIGN_OR_RETURN(m.logits_gemm, cuda::LogitsGemm::create());
+  const std::vector<double> f64 = rope_inv_freq(c.rope, c.head_dim);
+  const std::vector<float> f32(f64.begin(), f64.end());
+  FOLIO_RETURN_IF_ERROR(ensure_device(m.inv_freq, f32.size() * sizeof(float)));
+  FOLIO_RETURN_IF_ERROR(cuda::copy(m.inv_freq.data(), f32.data(), f32.size() * sizeof(float)));
+  const int tokens = std::min(m.options.max_num_batched_tokens, m.options.max_num_seqs * max_len);
+  FOLIO_RETURN_IF_ERROR(m.reserve_activations(tokens));
+  // Decode workspace for max_num_seqs (and for one) sequences of max_model_len.
+  for (int seqs : {m.options.max_num_seqs, 1}) {
+    std::vector<int32_t> lens(seqs, max_len);
+    FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention(lens, c.num_heads,
+                                                                  c.num_kv_heads, c.head_dim,
+                                                                  m.info.num_sms));
+    FOLIO_RETURN_IF_ERROR(ensure_device(m.attn_workspace, plan.workspace_bytes));
+  }
+  // The profiling forward: the largest prefill step over a zeroed one-layer scratch cache.
+  ForwardBatch b = profile_batch(tokens, max_len, m.options.max_num_seqs, m.kv.block_size);
+  const int scratch_blocks = (std::min(tokens, max_len) + m.kv.block_size - 1) / m.kv.block_size;
+  cuda::DeviceBuffer scratch_k, scratch_v;
+  FOLIO_RETURN_IF_ERROR(ensure_device(scratch_k, scratch_blocks * m.layer_block_bytes()));
+  FOLIO_RETURN_IF_ERROR(ensure_device(scratch_v, scratch_blocks * m.layer_block_bytes()));
+  FOLIO_RETURN_IF_ERROR(cuda::memset_async(scratch_k.data(), 0, scratch_k.bytes()));
+  FOLIO_RETURN_IF_ERROR(cuda::memset_async(scratch_v.data(), 0, scratch_v.bytes()));
+  CacheView view;
+  view.k.assign(c.num_layers, scratch_k.data());
+  view.v.assign(c.num_layers, scratch_v.data());
+  view.num_slots = static_cast<int64_t>(scratch_blocks) * m.kv.block_size;
+  return m.forward(b, view, nullptr);
+}
+
+// Sizes the KV cache from the budget (or takes the explicit size), allocates it and the swap pool.
+Status allocate_kv(CudaLlamaExecutor::Impl& m, int max_len) {
+  FOLIO_ASSIGN_OR_RETURN(cuda::MemoryInfo mem, cuda::memory_info());
+  CudaMemoryReport& r = m.report;
+  r.peak_bytes = mem.used_bytes();
+  const double budget = m.options.gpu_memory_utilization * static_cast<double>(mem.total_bytes);
+  r.kv_budget_bytes = budget > r.peak_bytes ? static_cast<size_t>(budget - r.peak_bytes) : 0;
+  r.kv_block_bytes = CudaLlamaExecutor::kv_block_bytes(m.config, m.kv.block_size);
+  const int bs = m.kv.block_size;
+  if (m.options.num_blocks > 0) {
+    m.kv.num_blocks = m.options.num_blocks;
+  } else {
+    const size_t n = r.kv_budget_bytes / r.kv_block_bytes;
+    if (n * bs < static_cast<size_t>(max_len))
+      return resource_exhausted(
+          "--gpu-memory-utilization " + std::to_string(m.options.gpu_memory_utilization) +
+          " leaves " + gib(r.kv_budget_bytes) + " for the KV cache (" + gib(r.peak_bytes) +
+          " in use after loading and profiling, of " + gib(mem.total_bytes) + "): room for " +
+          std::to_string(n * bs) + " tokens, fewer than one sequence of max_model_len " +
+          std::to_string(max_len) + "; raise it or lower --max-model-len");
+    m.kv.num_blocks = static_cast<int>(std::min<size_t>(n, 1u << 30));
+  }
+  const size_t layer_bytes = static_cast<size_t>(m.kv.num_blocks) * m.layer_block_bytes();
+  auto arena = cuda::DeviceBuffer::allocate(2 * layer_bytes * m.config.num_layers);
+  if (!arena.ok())
+    return resource_exhausted("KV cache of " + std::to_string(m.kv.num_blocks) + " blocks (" +
+                              gib(2.0 * layer_bytes * m.config.num_layers) +
+                              ") does not fit: " + arena.status().message());
+  m.kv_arena = std::move(*arena);
+  // Zeroed once: the attention kernels may load (and mask) rows past a context's end.
+  FOLIO_RETURN_IF_ERROR(cuda::memset_async(m.kv_arena.data(), 0, m.kv_arena.bytes()));
+  auto* base = static_cast<std::byte*>(m.kv_arena.data());
+  std::vector<void*> ptrs;
+  for (int l = 0; l < m.config.num_layers; ++l) {
+    m.cache.k.push_back(base + (2 * l) * layer_bytes);
+    m.cache.v.push_back(base + (2 * l + 1) * layer_bytes);
+    ptrs.push_back(m.cache.k.back());
+    ptrs.push_back(m.cache.v.back());
+  }
+  m.cache.num_slots = static_cast<int64_t>(m.kv.num_blocks) * bs;
+  FOLIO_RETURN_IF_ERROR(ensure_device(m.cache_ptrs, ptrs.size() * sizeof(void*)));
+  FOLIO_RETURN_IF_ERROR(cuda::copy(m.cache_ptrs.data(), ptrs.data(), ptrs.size() * sizeof(void*)));
+  m.kv.num_swap_blocks =
+      static_cast<int>(m.options.swap_space_gib * (1ull << 30) / r.kv_block_bytes);
+  const size_t swap_layer = static_cast<size_t>(m.kv.num_swap_blocks) * m.layer_block_bytes();
+  FOLIO_ASSIGN_OR_RETURN(m.swap_arena,
+                         cuda::PinnedHostBuffer::allocate(2 * swap_layer * m.config.num_layers));
+  auto* host = static_cast<std::byte*>(m.swap_arena.data());
+  for (int l = 0; l < m.config.num_layers; ++l) {
+    m.swap_k.push_back(host ? host + (2 * l) * swap_layer : nullptr);
+    m.swap_v.push_back(host ? host + (2 * l + 1) * swap_layer : nullptr);
+  }
+  r.num_blocks = m.kv.num_blocks;
+  r.max_len_seqs = static_cast<int>(static_cast<int64_t>(m.kv.num_blocks) * bs / max_len);
+  return cuda::synchronize();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
+    const ModelConfig& config, const Checkpoint* checkpoint, const CudaExecutorOptions& options) {
+  FOLIO_RETURN_IF_ERROR(check_options(options));
+  FOLIO_ASSIGN_OR_RETURN(int num_devices, cuda::device_count());
+  if (num_devices == 0) return not_found("--device cuda: no CUDA device found");
+  FOLIO_RETURN_IF_ERROR(cuda_model_supported(config));
+  auto m = std::make_unique<Impl>();
+  m->config = config;
+  m->options = options;
+  FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));
+  FOLIO_ASSIGN_OR_RETURN(m->info, cuda::device_info(0));
+  m->kv.num_layers = config.num_layers;
+  m->kv.num_kv_heads = config.num_kv_heads;
+  m->kv.head_dim = config.head_dim;
+  m->kv.block_size = options.block_size;
+  const int max_len = options.max_model_len > 0 ? options.max_model_len
+                                                : config.max_position_embeddings;
+  FOLIO_ASSIGN_OR_RETURN(cuda::MemoryInfo mem, cuda::memory_info());
+  CudaMemoryReport& r = m->report;
+  r.device = m->info.name;
+  r.total_bytes = mem.total_bytes;
+  r.weight_bytes = CudaLlamaWeights::num_bytes(config, m->dt);
+  const double budget = options.gpu_memory_utilization * static_cast<double>(mem.total_bytes);
+  if (static_cast<double>(mem.used_bytes() + r.weight_bytes) > budget)
+    return resource_exhausted(
+        "the model's weights (" + gib(r.weight_bytes) + " in " + cuda::dtype_name(m->dt) +
+        ") plus " + gib(mem.used_bytes()) + " already in use exceed --gpu-memory-utilization " +
+        std::to_string(options.gpu_memory_utilization) + " of " + gib(mem.total_bytes) + " on " +
+        m->info.name);
+  FOLIO_RETURN_IF_ERROR(load_and_reserve(*m, checkpoint, max_len));
+  FOLIO_RETURN_IF_ERROR(allocate_kv(*m, max_len));
+  log_info("cuda: " + m->info.name + ", " + cuda::dtype_name(m->dt) + " weights " +
+           gib(r.weight_bytes) + ", peak after profiling " + gib(r.peak_bytes) + " of " +
+           gib(r.total_bytes) + "; KV cache " + std::to_string(r.num_blocks) + " blocks x " +
+           std::to_string(options.block_size) + " = " +
+           std::to_string(static_cast<int64_t>(r.num_blocks) * options.block_size) +
+           " tokens (" + gib(static_cast<double>(r.num_blocks) * r.kv_block_bytes) + "), " +
+           std::to_string(r.max_len_seqs) + " sequences of " + std::to_string(max_len) +
+           " tokens; swap " + std::to_string(m->kv.num_swap_blocks) + " blocks");
+  return std::unique_ptr<CudaLlamaExecutor>(new CudaLlamaExecutor(std::move(m)));
+}
+
+}  // namespace folio
