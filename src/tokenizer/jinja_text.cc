@@ -159,20 +159,30 @@ bool is_py_space(char32_t cp) {
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,
                      bool right) {
-  std::vector<char32_t> cps = decode_utf8(s);
   std::vector<char32_t> set;
   if (chars) set = decode_utf8(*chars);
-  auto strip_it = [&](char32_t cp) {
+  auto strip_it = [&](size_t at, size_t n) {
+    char32_t cp = decode_utf8(s.substr(at, n))[0];
     if (!chars) return is_py_space(cp);
     for (char32_t c : set) if (c == cp) return true;
     return false;
   };
-  size_t b = 0, e = cps.size();
-  if (left) while (b < e && strip_it(cps[b])) ++b;
-  if (right) while (e > b && strip_it(cps[e - 1])) --e;
-  std::string out;
-  for (size_t i = b; i < e; ++i) append_utf8(out, cps[i]);
-  return out;
+  // Walks code points from each end only as far as they strip; the middle is never decoded.
+  size_t b = 0, e = s.size();
+  while (left && b < e) {
+    size_t n = sequence_length(s, b);
+    if (n == 0) n = 1;
+    if (!strip_it(b, n)) break;
+    b += n;
+  }
+  while (right && e > b) {
+    size_t start = e - 1;
+    while (start > b && e - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    if (sequence_length(s, start) != e - start) start = e - 1;  // an invalid byte is one unit
+    if (!strip_it(start, e - start)) break;
+    e = start;
+  }
+  return std::string(s.substr(b, e - b));
 }
 
 std::string py_upper(std::string_view s) {
