@@ -41,7 +41,8 @@ json stats_json(const EngineCore& e) {
           {"kv_blocks_free_at_end", kv.num_free_blocks()},
           {"peak_kv_blocks_used", s.peak_blocks_used},
           {"kv_slot_utilization", s.kv_slot_utilization()},
-          {"kv_blocks_saved_by_sharing", kv.stats().blocks_shared}};
+          {"kv_blocks_saved_by_sharing", kv.stats().blocks_shared},
+          {"kv_blocks_allocated", kv.stats().blocks_allocated}};
 }
 
 // Reads the requests: one per line of --input (or stdin), or the single --prompt.

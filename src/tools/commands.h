@@ -10,6 +10,7 @@ void register_generate(CLI::App& app, int& exit_code);
 void register_tokenize(CLI::App&, int&);
 void register_detokenize(CLI::App&, int&);
 void register_serve(CLI::App& app, int& exit_code);
+void register_render_chat(CLI::App& app, int& exit_code);
 void register_bench(CLI::App&, int&);
 
 }  // namespace folio::tools

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   folio::tools::register_tokenize(app, exit_code);
   folio::tools::register_detokenize(app, exit_code);
   folio::tools::register_serve(app, exit_code);
+  folio::tools::register_render_chat(app, exit_code);
   folio::tools::register_bench(app, exit_code);
   try {
     app.parse(argc, argv);
