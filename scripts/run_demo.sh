@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's run command: folio's main job on the bundled tiny model (random weights in the
+# The README's run command: folio generate, then folio serve, on the bundled tiny model (random weights in the
 # Llama 3 shape with the real Llama 3 tokenizer, so its text is deterministic gibberish).
 set -euo pipefail
 FOLIO=${1:-build/src/tools/folio}
@@ -14,3 +14,11 @@ printf '%s\n' \
   "$FOLIO" generate --model models/tiny_llama3 --stats-json /tmp/folio-demo-stats.json
 echo "== run statistics"
 cat /tmp/folio-demo-stats.json
+echo
+echo "== folio serve (the bundled model, OpenAI-compatible API on http://127.0.0.1:8000; Ctrl-C stops it)"
+echo "   try: curl -s localhost:8000/v1/completions -H 'content-type: application/json' \\"
+echo "          -d '{\"prompt\": \"Hello, my name is\", \"max_tokens\": 16, \"temperature\": 0}'"
+echo "        curl -sN localhost:8000/v1/chat/completions -H 'content-type: application/json' \\"
+echo "          -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Say hello.\"}], \"stream\": true}'"
+[[ "${FOLIO_DEMO_NO_SERVE:-0}" == 1 ]] && exit 0
+exec "$FOLIO" serve --port "${PORT:-8000}"
