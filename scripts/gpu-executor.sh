@@ -58,8 +58,10 @@ run() {
   echo "== gpu tests"
   timeout 300 "$CARRY/folio_cuda_tests" --gtest_output="xml:$out/gpu_tests.xml" >"$out/gpu_tests.log" 2>&1
   echo "test binary exit $?"
-  grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|tests ran|Expected|Which is|actual|\(([0-9]{4,}) ms\)' \
+  grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|tests ran|Expected|Which is|actual|^golden |\(([0-9]{4,}) ms\)' \
     "$out/gpu_tests.log" | head -n 60
+  echo "== transformers on the same goldens (calibration of bf16/fp16 error)"
+  timeout 120 python3 tests/cuda/hf_golden_baseline.py 2>&1 | grep -E '^transformers|Error' | head -n 8
   local sanitizer=/usr/local/cuda/bin/compute-sanitizer
   if [[ -x $sanitizer ]]; then
     echo "== memcheck (executor vs CPU, two cases)"

@@ -1,9 +1,11 @@
 // The whole engine on the GPU (load_engine with device cuda): the fixture models' transformers
-// goldens in bf16, the tiny-pool preemption runs (paged 16 and token mode, recompute and swap,
+// goldens in bf16 and fp16, the tiny-pool preemption runs (paged 16 and token mode, recompute and swap,
 // prefix caching on) against an unconstrained CUDA run, parallel sampling (n > 1), memory
 // planning and its errors. Fixtures with head_dim 32 (llama_gqa, qwen2_tied) are refused cleanly:
 // the CUDA attention kernels take head_dim 64 and 128.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <set>
 
@@ -48,25 +50,48 @@ double rel_err(const float* a, const json& b, int n) {
   return std::sqrt(num / den);
 }
 
-class CudaGolden : public ::testing::TestWithParam<std::string> {
+// (fixture, dtype). bf16 keeps 8 significant bits: on llama_hd128, whose logits reach 48, that
+// measured 2.4% mean (3.8% max) relative logits error against the float64 reference on an H200
+// (2026-11-22), and greedy steps with golden margins of 0.27 flipped. fp16 (11 bits) on the same
+// weights must meet the 2e-2 / 0.1 criteria everywhere, so a real bug cannot hide behind bf16's
+// looser bounds.
+struct GoldenCase {
+  const char* model;
+  const char* dtype;
+  double logits_tol;   // relative, per logits vector
+  double margin_min;   // greedy tokens compared while the golden margin exceeds this
+};
+
+class CudaGolden : public ::testing::TestWithParam<GoldenCase> {
  protected:
   void SetUp() override { FOLIO_REQUIRE_GPU(); }
 };
 
-TEST_P(CudaGolden, LogitsWithinBf16AccuracyOfTransformers) {
-  auto golden = read_json_file(model_path(GetParam()) + "/golden.json");
+TEST_P(CudaGolden, LogitsMatchTransformers) {
+  const GoldenCase& g = GetParam();
+  auto golden = read_json_file(model_path(g.model) + "/golden.json");
   ASSERT_TRUE(golden.ok());
-  auto config = ModelConfig::load(model_path(GetParam()));
+  auto config = ModelConfig::load(model_path(g.model));
   ASSERT_TRUE(config.ok());
-  auto ck = Checkpoint::open(model_path(GetParam()));
+  auto ck = Checkpoint::open(model_path(g.model));
   ASSERT_TRUE(ck.ok());
   CudaExecutorOptions o;
+  o.dtype = g.dtype;
   o.num_blocks = 128;
   o.max_num_batched_tokens = 1024;
   o.max_model_len = 2048;
   auto ex = CudaLlamaExecutor::create(*config, &*ck, o);
   ASSERT_TRUE(ex.ok()) << ex.status().to_string();
   const int V = config->vocab_size;
+  double worst = 0, sum = 0;
+  int count = 0;
+  auto check = [&](const float* got, const json& want, const std::string& where) {
+    const double e = rel_err(got, want, V);
+    worst = std::max(worst, e);
+    sum += e;
+    ++count;
+    EXPECT_LT(e, g.logits_tol) << where;
+  };
   for (const auto& c : (*golden)["cases"]) {
     testing::BatchRunner r(**ex);
     const auto prompt = c["prompt"].get<std::vector<int32_t>>();
@@ -75,23 +100,27 @@ TEST_P(CudaGolden, LogitsWithinBf16AccuracyOfTransformers) {
     auto logits = r.step({id}, all);
     ASSERT_FALSE(logits.empty());
     const int n = static_cast<int>(prompt.size());
-    EXPECT_LT(rel_err(&logits[static_cast<size_t>(all ? n - 1 : 0) * V], c["last_logits"], V), 2e-2)
-        << "prompt length " << n;
+    check(&logits[static_cast<size_t>(all ? n - 1 : 0) * V], c["last_logits"],
+          "last position of prompt length " + std::to_string(n));
     if (all) {
       for (int p = 0; p < n; ++p)
-        EXPECT_LT(rel_err(&logits[static_cast<size_t>(p) * V], c["all_logits"][p], V), 2e-2)
-            << "position " << p << " of prompt length " << n;
+        check(&logits[static_cast<size_t>(p) * V], c["all_logits"][p],
+              "position " + std::to_string(p) + " of prompt length " + std::to_string(n));
     }
   }
+  std::printf("golden %s %s: logits rel error mean %.4f max %.4f over %d vectors\n", g.model,
+              g.dtype, sum / count, worst, count);
 }
 
-TEST_P(CudaGolden, EngineGreedyMatchesTransformersWhileMarginsExceedBf16Noise) {
-  auto golden = read_json_file(model_path(GetParam()) + "/golden.json");
+TEST_P(CudaGolden, EngineGreedyMatchesTransformers) {
+  const GoldenCase& g = GetParam();
+  auto golden = read_json_file(model_path(g.model) + "/golden.json");
   ASSERT_TRUE(golden.ok());
   EngineConfig c;
+  c.dtype = g.dtype;
   c.num_kv_blocks = 512;
   c.sched.max_num_batched_tokens = 256;  // long prompts are chunked across steps
-  auto engine = cuda_engine(GetParam(), c);
+  auto engine = cuda_engine(g.model, c);
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   EXPECT_NE((*engine)->executor().device_name().find("cuda"), std::string::npos);
   std::vector<GenerateRequest> reqs;
@@ -106,15 +135,24 @@ TEST_P(CudaGolden, EngineGreedyMatchesTransformersWhileMarginsExceedBf16Noise) {
     const auto& got = res.outputs[i].deltas[0].token_ids;
     ASSERT_EQ(got.size(), 24u);
     for (size_t s = 0; s < got.size(); ++s, ++checked) {
-      if (cs["greedy_margins"][s].get<double>() < 0.1) break;
+      if (cs["greedy_margins"][s].get<double>() < g.margin_min) break;
       ASSERT_EQ(got[s], cs["greedy"][s].get<int32_t>()) << "case " << i << " step " << s;
     }
   }
-  EXPECT_GT(checked, 50);
+  std::printf("golden %s %s: %d greedy tokens compared\n", g.model, g.dtype, checked);
+  EXPECT_GT(checked, 30);
   EXPECT_EQ((*engine)->kv().num_free_blocks(), (*engine)->kv().num_total_blocks());
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGolden, ::testing::Values("qwen3_hd64", "llama_hd128"));
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, CudaGolden,
+    ::testing::Values(GoldenCase{"qwen3_hd64", "bfloat16", 2e-2, 0.1},
+                      GoldenCase{"qwen3_hd64", "float16", 2e-2, 0.1},
+                      GoldenCase{"llama_hd128", "float16", 2e-2, 0.1},
+                      GoldenCase{"llama_hd128", "bfloat16", 5e-2, 0.5}),
+    [](const ::testing::TestParamInfo<GoldenCase>& i) {
+      return std::string(i.param.model) + "_" + i.param.dtype;
+    });
 
 TEST(CudaEngine, HeadDim32FixturesAreRefusedWithAClearError) {
   FOLIO_REQUIRE_GPU();
