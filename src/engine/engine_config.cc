@@ -10,6 +10,10 @@ Status EngineConfig::validate() const {
   if (!(kv_cache_memory_gib > 0)) return invalid_argument("the KV cache memory budget must be > 0");
   if (swap_space_gib < 0) return invalid_argument("--swap-space must be >= 0");
   if (max_logprobs < 0) return invalid_argument("--max-logprobs must be >= 0");
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
+    return invalid_argument("--gpu-memory-utilization must be in (0, 1]");
+  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float16")
+    return invalid_argument("--dtype must be auto, bfloat16 or float16, got " + dtype);
   return sched.validate();
 }
 

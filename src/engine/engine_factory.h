@@ -12,7 +12,7 @@ namespace folio {
 
 struct LoadOptions {
   std::string model_dir;
-  std::string device = "cpu";        // "cpu" (this build's only executor so far)
+  std::string device = "auto";       // "cpu", "cuda" (CUDA builds), or "auto": cuda when a GPU is present
   std::string load_format = "auto";  // "auto" (safetensors) or "dummy" (random weights)
   std::string model_config_file;     // with dummy: a config.json path instead of model_dir
 };
