@@ -19,6 +19,7 @@
 #include "engine/sequence_output.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model_config.h"
+#include "engine/parallel_sampler.h"
 #include "sample/sampler.h"
 #include "sched/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -73,7 +74,18 @@ class EngineCore {
              std::unique_ptr<KvCacheManager> kv);
 
   void apply_defaults(SamplingParams& p) const;
-  void sample_entry(const ScheduledSeq& entry, std::span<const float> row, StepResult& result);
+  // A sequence whose token is being drawn this step, and where the result goes.
+  struct PendingSample {
+    RequestState* request;
+    SeqId seq;
+    SequenceOutput* output;
+  };
+  // Queues one draw per sequence the entry's logits row feeds (n siblings at the end of a
+  // prompt, else the sequence itself); the draws run together, then apply_samples records them.
+  void plan_samples(const ScheduledSeq& entry, std::span<const float> row,
+                    std::vector<ParallelSampler::Job>& jobs, std::vector<PendingSample>& pending);
+  void apply_samples(const std::vector<PendingSample>& pending,
+                     const std::vector<TokenLogprobs>& drawn, StepResult& result);
   void record_prompt_logprobs(RequestState& r, const ScheduledSeq& entry,
                               std::span<const float> logits);
   void emit(RequestState& r, bool final_output);
@@ -98,7 +110,7 @@ class EngineCore {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
-  Sampler sampler_;
+  ParallelSampler sampler_;
 
   std::unordered_map<GroupId, std::unique_ptr<RequestState>> requests_;
   std::unordered_map<std::string, GroupId> by_id_;

@@ -60,6 +60,8 @@ Status EngineCore::step() {
   const size_t vocab = static_cast<size_t>(model_.vocab_size);
   StepResult result;
   std::vector<GroupId> touched;
+  std::vector<ParallelSampler::Job> jobs;
+  std::vector<PendingSample> pending;
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const ScheduledSeq& e = so.seqs[i];
     RequestState& r = *requests_.at(e.group_id);
@@ -76,8 +78,9 @@ Status EngineCore::step() {
       r.beam_rows[e.seq_id] = row;
       continue;
     }
-    sample_entry(e, std::span<const float>(logits_.data() + row * vocab, vocab), result);
+    plan_samples(e, std::span<const float>(logits_.data() + row * vocab, vocab), jobs, pending);
   }
+  apply_samples(pending, sampler_.sample(jobs), result);
   std::vector<BeamFork> forks;
   std::vector<GroupId> beams_done;
   FOLIO_RETURN_IF_ERROR(step_beams(logits_, result, forks, beams_done));
@@ -110,36 +113,41 @@ Status EngineCore::step() {
   return Status();
 }
 
-// Samples one token for every sequence the entry's logits row feeds (n siblings at the end of
-// a prompt, else the sequence itself) and applies the stop checks.
-void EngineCore::sample_entry(const ScheduledSeq& e, std::span<const float> row,
-                              StepResult& result) {
+void EngineCore::plan_samples(const ScheduledSeq& e, std::span<const float> row,
+                              std::vector<ParallelSampler::Job>& jobs,
+                              std::vector<PendingSample>& pending) {
   RequestState& r = *requests_.at(e.group_id);
-  std::vector<int32_t> leader_output;
-  if (auto it = r.seq_index.find(e.seq_id); it != r.seq_index.end())
-    leader_output = r.outputs[it->second]->token_ids();
   for (SeqId seq : e.sample_seq_ids) {
     auto [it, fresh] = r.seq_index.try_emplace(seq, static_cast<int>(r.outputs.size()));
     if (fresh) {
       r.outputs.push_back(std::make_unique<SequenceOutput>(it->second, tokenizer_.get(), r.params,
-                                                             model_.generation.eos_token_ids));
+                                                           model_.generation.eos_token_ids));
       seq_owner_[seq] = r.gid;
     }
     SequenceOutput& out = *r.outputs[it->second];
     const uint32_t j = static_cast<uint32_t>(it->second);
-    SampleRow sr;
-    sr.params = &r.params;
-    sr.prompt_token_ids = r.prompt;
-    // A sibling forked this step has the leader's (empty or recomputed) history.
-    sr.output_token_ids = fresh ? std::span<const int32_t>(leader_output) : out.token_ids();
-    sr.rng = r.params.seed ? RngStream::seeded(*r.params.seed, j)
-                           : RngStream::unseeded(config_.seed, r.id, j);
-    TokenLogprobs lp = sampler_.sample_row(row, sr);
-    result.sampled.push_back({seq, lp.token_id});
+    ParallelSampler::Job job;
+    job.logits = row;
+    job.row.params = &r.params;
+    job.row.prompt_token_ids = r.prompt;
+    // Siblings are created at the end of the prompt, when no sequence has output yet.
+    job.row.output_token_ids = out.token_ids();
+    job.row.rng = r.params.seed ? RngStream::seeded(*r.params.seed, j)
+                                : RngStream::unseeded(config_.seed, r.id, j);
+    jobs.push_back(job);
+    pending.push_back({&r, seq, &out});
+  }
+}
+
+void EngineCore::apply_samples(const std::vector<PendingSample>& pending,
+                               const std::vector<TokenLogprobs>& drawn, StepResult& result) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingSample& p = pending[i];
+    result.sampled.push_back({p.seq, drawn[i].token_id});
     counters_.generated_tokens++;
-    r.num_generated++;
-    if (out.add_token(lp.token_id, lp))
-      result.finished.push_back({seq, SeqStatus::kFinishedStopped});
+    p.request->num_generated++;
+    if (p.output->add_token(drawn[i].token_id, drawn[i]))
+      result.finished.push_back({p.seq, SeqStatus::kFinishedStopped});
   }
 }
 
