@@ -1,9 +1,8 @@
 // Small file helpers returning Result with messages that name the file.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/status.h"
 

@@ -11,17 +11,26 @@ std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::mutex g_mutex;
 const char* level_name(LogLevel l) {
   switch (l) {
-    case LogLevel::kDebug: return "DEBUG";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kError: return "ERROR";
-    default: return "";
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kError:
+      return "ERROR";
+    default:
+      return "";
   }
 }
 }  // namespace
 
-void set_log_level(LogLevel level) { g_level = static_cast<int>(level); }
-LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
+void set_log_level(LogLevel level) {
+  g_level = static_cast<int>(level);
+}
+LogLevel log_level() {
+  return static_cast<LogLevel>(g_level.load());
+}
 
 void log_line(LogLevel level, std::string_view message) {
   if (static_cast<int>(level) < g_level.load()) return;

@@ -89,7 +89,9 @@ Pool& pool() {
 
 }  // namespace
 
-int parallel_width() { return pool().width(); }
+int parallel_width() {
+  return pool().width();
+}
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;

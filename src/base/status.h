@@ -15,12 +15,12 @@ namespace folio {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad user input: flags, JSON, request fields
-  kNotFound,          // missing file or entity
-  kDataLoss,          // corrupted or truncated file
-  kUnimplemented,     // valid input we do not support (e.g. an architecture)
-  kResourceExhausted, // out of KV blocks, queue full, too large
-  kInternal,          // a bug: an invariant broke
+  kInvalidArgument,    // bad user input: flags, JSON, request fields
+  kNotFound,           // missing file or entity
+  kDataLoss,           // corrupted or truncated file
+  kUnimplemented,      // valid input we do not support (e.g. an architecture)
+  kResourceExhausted,  // out of KV blocks, queue full, too large
+  kInternal,           // a bug: an invariant broke
 };
 
 const char* status_code_name(StatusCode code);
@@ -42,20 +42,30 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-inline Status not_found(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
-inline Status data_loss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
-inline Status unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
+inline Status not_found(std::string m) {
+  return {StatusCode::kNotFound, std::move(m)};
+}
+inline Status data_loss(std::string m) {
+  return {StatusCode::kDataLoss, std::move(m)};
+}
+inline Status unimplemented(std::string m) {
+  return {StatusCode::kUnimplemented, std::move(m)};
+}
 inline Status resource_exhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
-inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status internal_error(std::string m) {
+  return {StatusCode::kInternal, std::move(m)};
+}
 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {   // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     assert(!status_.ok() && "Result built from an ok Status carries no value");
   }
 
@@ -77,17 +87,17 @@ class [[nodiscard]] Result {
 }  // namespace folio
 
 // Propagates a non-ok Status from an expression returning Status.
-#define FOLIO_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::folio::Status _folio_st = (expr);      \
-    if (!_folio_st.ok()) return _folio_st;   \
+#define FOLIO_RETURN_IF_ERROR(expr)        \
+  do {                                     \
+    ::folio::Status _folio_st = (expr);    \
+    if (!_folio_st.ok()) return _folio_st; \
   } while (0)
 
 #define FOLIO_CONCAT_INNER(a, b) a##b
 #define FOLIO_CONCAT(a, b) FOLIO_CONCAT_INNER(a, b)
 // `FOLIO_ASSIGN_OR_RETURN(auto x, make_x());` binds the value or returns the error.
-#define FOLIO_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto FOLIO_CONCAT(_folio_res_, __LINE__) = (expr);                       \
-  if (!FOLIO_CONCAT(_folio_res_, __LINE__).ok())                           \
-    return FOLIO_CONCAT(_folio_res_, __LINE__).status();                   \
+#define FOLIO_ASSIGN_OR_RETURN(lhs, expr)                \
+  auto FOLIO_CONCAT(_folio_res_, __LINE__) = (expr);     \
+  if (!FOLIO_CONCAT(_folio_res_, __LINE__).ok())         \
+    return FOLIO_CONCAT(_folio_res_, __LINE__).status(); \
   lhs = std::move(FOLIO_CONCAT(_folio_res_, __LINE__)).value()

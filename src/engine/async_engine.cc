@@ -16,7 +16,9 @@ constexpr int64_t kStallTimeoutMs = 30000;
 
 AsyncEngine::AsyncEngine(std::unique_ptr<EngineCore> core, std::string model_name,
                          std::optional<ChatTemplate> chat_template)
-    : core_(std::move(core)), chat_template_(std::move(chat_template)), tokenizer_(core_->tokenizer()) {
+    : core_(std::move(core)),
+      chat_template_(std::move(chat_template)),
+      tokenizer_(core_->tokenizer()) {
   info_.model_name = std::move(model_name);
   info_.max_model_len = core_->max_model_len();
   info_.vocab_size = core_->model_config().vocab_size;
@@ -28,7 +30,9 @@ AsyncEngine::AsyncEngine(std::unique_ptr<EngineCore> core, std::string model_nam
   thread_ = std::thread([this] { loop(); });
 }
 
-AsyncEngine::~AsyncEngine() { shutdown(); }
+AsyncEngine::~AsyncEngine() {
+  shutdown();
+}
 
 void AsyncEngine::shutdown() {
   {
@@ -108,9 +112,9 @@ void AsyncEngine::take_inbox() {
     const std::string id = p.request.request_id;
     const bool final_only = p.request.params.use_beam_search;  // beams arrive in one output
     auto channel = p.channel;
-    Status st = core_->add_request(std::move(p.request), [channel](RequestOutput&& o) {
-      channel->push(std::move(o));
-    }, final_only);
+    Status st = core_->add_request(
+        std::move(p.request), [channel](RequestOutput&& o) { channel->push(std::move(o)); },
+        final_only);
     if (!st.ok()) {
       RequestOutput out;
       out.finished = true;
@@ -124,8 +128,10 @@ void AsyncEngine::take_inbox() {
   // A client that went away closed its channel: stop spending steps on it.
   for (auto it = channels_.begin(); it != channels_.end();) {
     if (it->second->closed()) core_->abort(it->first);
-    if (it->second->closed() || !core_->is_live(it->first)) it = channels_.erase(it);
-    else ++it;
+    if (it->second->closed() || !core_->is_live(it->first))
+      it = channels_.erase(it);
+    else
+      ++it;
   }
 }
 

@@ -36,7 +36,8 @@ class AsyncEngine final : public EngineClient {
   EngineInfo info() const override { return info_; }
   EngineStats stats() const override;
   bool healthy() const override;
-  Result<std::vector<int32_t>> encode(std::string_view text, bool add_special_tokens) const override;
+  Result<std::vector<int32_t>> encode(std::string_view text,
+                                      bool add_special_tokens) const override;
   Result<std::string> decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
   Result<std::string> apply_chat_template(const ChatTemplateInput& input) const override;
 

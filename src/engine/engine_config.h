@@ -13,11 +13,11 @@ enum class KvCacheMode { kPaged, kToken };
 
 struct EngineConfig {
   KvCacheMode kv_mode = KvCacheMode::kPaged;
-  int block_size = 16;           // paged mode; token mode is 1
-  int num_kv_blocks = 0;         // 0: sized from kv_cache_memory_gib (paged mode)
-  int max_total_tokens = 0;      // token mode pool; 0: sized from kv_cache_memory_gib
+  int block_size = 16;                // paged mode; token mode is 1
+  int num_kv_blocks = 0;              // 0: sized from kv_cache_memory_gib (paged mode)
+  int max_total_tokens = 0;           // token mode pool; 0: sized from kv_cache_memory_gib
   double kv_cache_memory_gib = 0.25;  // CPU backend: KV budget when no explicit size is given
-  double swap_space_gib = 0.0;   // host swap pool
+  double swap_space_gib = 0.0;        // host swap pool
   // CUDA executor (added by the CUDA executor's author): the share of the GPU's memory the
   // engine may use (weights + activations + KV cache), and the weights' dtype
   // ("auto" | "bfloat16" | "float16").
@@ -26,8 +26,8 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   SchedulerConfig sched;
   int max_logprobs = 20;
-  uint64_t seed = 0;             // engine seed for requests without their own
-  int log_every_steps = 0;       // 0: only a summary at the end
+  uint64_t seed = 0;        // engine seed for requests without their own
+  int log_every_steps = 0;  // 0: only a summary at the end
 
   Status validate() const;
 };

@@ -10,7 +10,6 @@
 
 namespace folio {
 
-
 std::unique_ptr<KvCacheManager> make_kv_cache_manager(const EngineConfig& c, int num_blocks,
                                                       int num_host_blocks) {
   if (c.kv_mode == KvCacheMode::kToken) {
@@ -69,7 +68,8 @@ void EngineCore::apply_defaults(SamplingParams& p) const {
   if (!p.has_top_p && g.top_p) p.top_p = *g.top_p;
   if (!p.has_top_k && g.top_k) p.top_k = *g.top_k;
   if (!p.has_min_p && g.min_p) p.min_p = *g.min_p;
-  if (!p.has_repetition_penalty && g.repetition_penalty) p.repetition_penalty = *g.repetition_penalty;
+  if (!p.has_repetition_penalty && g.repetition_penalty)
+    p.repetition_penalty = *g.repetition_penalty;
 }
 
 Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) {
@@ -102,8 +102,8 @@ Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) 
   sr.prompt = req.prompt_token_ids;
   sr.params = req.params;
   if (req.params.use_beam_search) {
-    auto beam = BeamSearch::create(BeamSearchConfig::from_params(req.params,
-                                                                 model_.generation.eos_token_ids));
+    auto beam = BeamSearch::create(
+        BeamSearchConfig::from_params(req.params, model_.generation.eos_token_ids));
     if (!beam.ok()) return beam.status();
     r->beam = std::move(*beam);
     r->final_only = true;  // beams are only final at the end
@@ -129,7 +129,8 @@ void EngineCore::abort(const std::string& request_id) {
   RequestState& r = *requests_[gid];
   for (auto& o : r.outputs) o->finish("abort");
   if (r.outputs.empty()) {  // aborted before its first token: report index 0 as aborted
-    r.outputs.push_back(std::make_unique<SequenceOutput>(0, tokenizer_.get(), r.params, model_.generation.eos_token_ids));
+    r.outputs.push_back(std::make_unique<SequenceOutput>(0, tokenizer_.get(), r.params,
+                                                         model_.generation.eos_token_ids));
     r.outputs[0]->finish("abort");
   }
   emit(r, true);

@@ -156,10 +156,12 @@ void EngineCore::record_prompt_logprobs(RequestState& r, const ScheduledSeq& e,
   const int prompt_len = static_cast<int>(r.prompt.size());
   const int end = std::min(e.start_pos + e.num_tokens(), prompt_len);
   const size_t vocab = static_cast<size_t>(model_.vocab_size);
-  auto entries = prompt_logprobs(logits.subspan(0, static_cast<size_t>(end - e.start_pos) * vocab),
-                                 model_.vocab_size, r.prompt, *r.params.prompt_logprobs, e.start_pos);
+  auto entries =
+      prompt_logprobs(logits.subspan(0, static_cast<size_t>(end - e.start_pos) * vocab),
+                      model_.vocab_size, r.prompt, *r.params.prompt_logprobs, e.start_pos);
   for (auto& en : entries)
-    r.prompt_logprobs.push_back(en ? std::optional<PositionLogprobs>(to_position(*en)) : std::nullopt);
+    r.prompt_logprobs.push_back(en ? std::optional<PositionLogprobs>(to_position(*en))
+                                   : std::nullopt);
   r.plp_next = end;
 }
 
@@ -176,8 +178,10 @@ void EngineCore::emit(RequestState& r, bool final_output) {
     r.sent_prompt_logprobs = true;
   }
   if (r.beam) {
-    if (final_output) beam_final_output(r, out);
-    else return;
+    if (final_output)
+      beam_final_output(r, out);
+    else
+      return;
   }
   for (auto& o : r.outputs) {
     if (r.final_only) {
@@ -185,7 +189,8 @@ void EngineCore::emit(RequestState& r, bool final_output) {
       continue;
     }
     CompletionDelta d = o->take_delta();
-    if (!d.token_ids.empty() || !d.text.empty() || d.finish_reason) out.deltas.push_back(std::move(d));
+    if (!d.token_ids.empty() || !d.text.empty() || d.finish_reason)
+      out.deltas.push_back(std::move(d));
   }
   if (!final_output && out.deltas.empty() && out.prompt_logprobs.empty()) return;
   r.sink(std::move(out));

@@ -11,9 +11,11 @@ using nlohmann::json;
 Status get_int(const json& j, const char* key, int& out) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status();
-  if (!it->is_number_integer()) return invalid_argument(std::string("\"") + key + "\" must be an integer");
+  if (!it->is_number_integer())
+    return invalid_argument(std::string("\"") + key + "\" must be an integer");
   int64_t v = it->get<int64_t>();
-  if (v < INT32_MIN || v > INT32_MAX) return invalid_argument(std::string("\"") + key + "\" out of range");
+  if (v < INT32_MIN || v > INT32_MAX)
+    return invalid_argument(std::string("\"") + key + "\" out of range");
   out = static_cast<int>(v);
   return Status();
 }
@@ -43,7 +45,8 @@ Status get_opt_int(const json& j, const char* key, std::optional<int>& out) {
 Status get_ids(const json& j, const char* key, std::vector<int32_t>& out) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status();
-  if (!it->is_array()) return invalid_argument(std::string("\"") + key + "\" must be a list of token ids");
+  if (!it->is_array())
+    return invalid_argument(std::string("\"") + key + "\" must be a list of token ids");
   out.clear();
   for (const auto& e : *it) {
     if (!e.is_number_integer() || e.get<int64_t>() < INT32_MIN || e.get<int64_t>() > INT32_MAX)
@@ -60,7 +63,8 @@ Status parse_sampling(const json& j, SamplingParams& p) {
   FOLIO_RETURN_IF_ERROR(get_int(j, "top_k", p.top_k));
   p.has_top_k = j.contains("top_k") && !j["top_k"].is_null();
   FOLIO_RETURN_IF_ERROR(get_float(j, "min_p", p.min_p, &p.has_min_p));
-  FOLIO_RETURN_IF_ERROR(get_float(j, "repetition_penalty", p.repetition_penalty, &p.has_repetition_penalty));
+  FOLIO_RETURN_IF_ERROR(
+      get_float(j, "repetition_penalty", p.repetition_penalty, &p.has_repetition_penalty));
   FOLIO_RETURN_IF_ERROR(get_float(j, "presence_penalty", p.presence_penalty));
   FOLIO_RETURN_IF_ERROR(get_float(j, "frequency_penalty", p.frequency_penalty));
   FOLIO_RETURN_IF_ERROR(get_int(j, "max_tokens", p.max_tokens));
@@ -83,7 +87,8 @@ Status parse_sampling(const json& j, SamplingParams& p) {
       p.stop = {it->get<std::string>()};
     } else if (it->is_array()) {
       for (const auto& s : *it) {
-        if (!s.is_string()) return invalid_argument("\"stop\" must be a string or a list of strings");
+        if (!s.is_string())
+          return invalid_argument("\"stop\" must be a string or a list of strings");
         p.stop.push_back(s.get<std::string>());
       }
     } else {
@@ -91,7 +96,8 @@ Status parse_sampling(const json& j, SamplingParams& p) {
     }
   }
   if (auto it = j.find("logit_bias"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) return invalid_argument("\"logit_bias\" must be an object {token id: bias}");
+    if (!it->is_object())
+      return invalid_argument("\"logit_bias\" must be an object {token id: bias}");
     for (auto& [k, v] : it->items()) {
       char* end = nullptr;
       long id = std::strtol(k.c_str(), &end, 10);
@@ -145,9 +151,12 @@ json format_offline_output(int index, const std::vector<int32_t>& prompt_ids,
               {"finish_reason", d.finish_reason ? json(*d.finish_reason) : json(nullptr)},
               {"cumulative_logprob", d.cumulative_logprob}};
     if (with_text) o["text"] = d.text;
-    if (std::holds_alternative<int32_t>(d.stop_reason)) o["stop_reason"] = std::get<int32_t>(d.stop_reason);
-    else if (std::holds_alternative<std::string>(d.stop_reason)) o["stop_reason"] = std::get<std::string>(d.stop_reason);
-    else o["stop_reason"] = nullptr;
+    if (std::holds_alternative<int32_t>(d.stop_reason))
+      o["stop_reason"] = std::get<int32_t>(d.stop_reason);
+    else if (std::holds_alternative<std::string>(d.stop_reason))
+      o["stop_reason"] = std::get<std::string>(d.stop_reason);
+    else
+      o["stop_reason"] = nullptr;
     if (params.logprobs) {
       json lps = json::array();
       for (const auto& lp : d.logprobs) lps.push_back(logprob_entry(lp));

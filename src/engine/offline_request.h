@@ -3,11 +3,10 @@
 // never an abort.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "core/sampling_params.h"

@@ -77,8 +77,7 @@ CompletionDelta SequenceOutput::take_delta() {
   CompletionDelta d;
   d.index = index_;
   d.token_ids.assign(token_ids_.begin() + emitted_tokens_, token_ids_.end());
-  if (params_.logprobs)
-    d.logprobs.assign(logprobs_.begin() + emitted_tokens_, logprobs_.end());
+  if (params_.logprobs) d.logprobs.assign(logprobs_.begin() + emitted_tokens_, logprobs_.end());
   emitted_tokens_ = token_ids_.size();
   const size_t limit = emit_limit();
   d.text = text_.substr(emitted_text_, limit - emitted_text_);

@@ -32,17 +32,18 @@ size_t CpuLlamaExecutor::kv_block_bytes(const ModelConfig& c, int block_size) {
 Status CpuLlamaExecutor::execute(const ForwardBatch& b, std::vector<float>& logits) {
   const int T = b.num_tokens(), H = config_.hidden_size, V = config_.vocab_size;
   for (int32_t id : b.token_ids)
-    if (id < 0 || id >= V) return invalid_argument("token id " + std::to_string(id) +
-                                                   " outside the vocabulary [0, " +
-                                                   std::to_string(V) + ")");
+    if (id < 0 || id >= V)
+      return invalid_argument("token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                              std::to_string(V) + ")");
   const int64_t num_slots = static_cast<int64_t>(kv_.num_blocks) * kv_.block_size;
   for (int64_t s : b.slot_mapping)
-    if (s >= num_slots) return internal_error("slot " + std::to_string(s) + " outside the KV cache");
+    if (s >= num_slots)
+      return internal_error("slot " + std::to_string(s) + " outside the KV cache");
   // Embedding gather: x [T, hidden] is the residual stream.
   std::vector<float> x(static_cast<size_t>(T) * H);
   for (int t = 0; t < T; ++t)
-    std::memcpy(&x[static_cast<size_t>(t) * H], &weights_.embed[static_cast<size_t>(b.token_ids[t]) * H],
-                sizeof(float) * H);
+    std::memcpy(&x[static_cast<size_t>(t) * H],
+                &weights_.embed[static_cast<size_t>(b.token_ids[t]) * H], sizeof(float) * H);
   for (int l = 0; l < config_.num_layers; ++l) {
     attention_block(l, b, x);
     mlp_block(l, T, x);

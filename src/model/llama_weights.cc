@@ -65,7 +65,9 @@ void fill(std::vector<float>& v, size_t n, float scale, SplitMix& rng) {
   v.resize(n);
   for (float& x : v) x = rng.next_uniform() * scale;
 }
-void fill_ones(std::vector<float>& v, size_t n) { v.assign(n, 1.0f); }
+void fill_ones(std::vector<float>& v, size_t n) {
+  v.assign(n, 1.0f);
+}
 
 }  // namespace
 

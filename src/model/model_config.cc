@@ -46,10 +46,14 @@ Status parse_architecture(const json& j, const std::string& src, ModelConfig& c)
     return invalid_argument(src + ": missing \"architectures\" list");
   c.architecture_name = (*it)[0].get<std::string>();
   const std::string& a = c.architecture_name;
-  if (a == "LlamaForCausalLM") c.architecture = Architecture::kLlama;
-  else if (a == "MistralForCausalLM") c.architecture = Architecture::kMistral;
-  else if (a == "Qwen2ForCausalLM") c.architecture = Architecture::kQwen2;
-  else if (a == "Qwen3ForCausalLM") c.architecture = Architecture::kQwen3;
+  if (a == "LlamaForCausalLM")
+    c.architecture = Architecture::kLlama;
+  else if (a == "MistralForCausalLM")
+    c.architecture = Architecture::kMistral;
+  else if (a == "Qwen2ForCausalLM")
+    c.architecture = Architecture::kQwen2;
+  else if (a == "Qwen3ForCausalLM")
+    c.architecture = Architecture::kQwen3;
   else
     return unimplemented(src + ": unsupported architecture \"" + a +
                          "\" (supported: LlamaForCausalLM, MistralForCausalLM, "
@@ -61,14 +65,18 @@ Status parse_architecture(const json& j, const std::string& src, ModelConfig& c)
 Status parse_rope(const json& j, const std::string& src, RopeConfig& rope) {
   FOLIO_RETURN_IF_ERROR(read_double(j, "rope_theta", rope.theta, src));
   const json* params = nullptr;
-  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) params = &*it;
-  else if (auto it2 = j.find("rope_scaling"); it2 != j.end() && it2->is_object()) params = &*it2;
+  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object())
+    params = &*it;
+  else if (auto it2 = j.find("rope_scaling"); it2 != j.end() && it2->is_object())
+    params = &*it2;
   if (!params) return Status();
   const json& p = *params;
   FOLIO_RETURN_IF_ERROR(read_double(p, "rope_theta", rope.theta, src));
   std::string type = "default";
-  if (auto t = p.find("rope_type"); t != p.end() && t->is_string()) type = t->get<std::string>();
-  else if (auto t2 = p.find("type"); t2 != p.end() && t2->is_string()) type = t2->get<std::string>();
+  if (auto t = p.find("rope_type"); t != p.end() && t->is_string())
+    type = t->get<std::string>();
+  else if (auto t2 = p.find("type"); t2 != p.end() && t2->is_string())
+    type = t2->get<std::string>();
   if (type != "default" && type != "llama3")
     return unimplemented(src + ": unsupported rope type \"" + type + "\" (default, llama3)");
   rope.type = type;
@@ -108,7 +116,8 @@ Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src
                             std::to_string(c.num_kv_heads) + ")");
   if (c.head_dim % 2 != 0) return invalid_argument(src + ": head_dim must be even for rope");
   c.max_position_embeddings = 4096;
-  FOLIO_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position_embeddings, src, false));
+  FOLIO_RETURN_IF_ERROR(
+      read_int(j, "max_position_embeddings", c.max_position_embeddings, src, false));
   FOLIO_RETURN_IF_ERROR(read_double(j, "rms_norm_eps", c.rms_norm_eps, src));
   if (auto it = j.find("tie_word_embeddings"); it != j.end() && it->is_boolean())
     c.tie_word_embeddings = it->get<bool>();
@@ -125,7 +134,8 @@ Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src
     }
   if (auto it = j.find("bos_token_id"); it != j.end() && it->is_number_integer())
     c.bos_token_id = it->get<int32_t>();
-  if (auto it = j.find("eos_token_id"); it != j.end()) c.generation.eos_token_ids = read_id_list(*it);
+  if (auto it = j.find("eos_token_id"); it != j.end())
+    c.generation.eos_token_ids = read_id_list(*it);
   FOLIO_RETURN_IF_ERROR(parse_rope(j, src, c.rope));
   c.rope.inv_freq_precision = c.dtype == "bfloat16" ? "bfloat16" : "float32";
   return c;

@@ -6,9 +6,8 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/file_util.h"
 
@@ -37,7 +36,10 @@ float half_to_float(uint16_t h) {
       bits = sign;
     } else {  // subnormal: normalize
       exp = 127 - 15 + 1;
-      while (!(mant & 0x400u)) { mant <<= 1; --exp; }
+      while (!(mant & 0x400u)) {
+        mant <<= 1;
+        --exp;
+      }
       bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
     }
   } else if (exp == 31) {
@@ -54,14 +56,19 @@ float half_to_float(uint16_t h) {
 
 const char* dtype_name(DType d) {
   switch (d) {
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
   }
   return "?";
 }
 
-size_t dtype_size(DType d) { return d == DType::kF32 ? 4 : 2; }
+size_t dtype_size(DType d) {
+  return d == DType::kF32 ? 4 : 2;
+}
 
 int64_t TensorView::numel() const {
   int64_t n = 1;
@@ -96,7 +103,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   std::memcpy(&header_len, bytes, 8);  // little-endian on every platform we build for
   if (header_len > size - 8)
     return data_loss(path + ": truncated or corrupted header (header length " +
-                     std::to_string(header_len) + " exceeds file size " + std::to_string(size) + ")");
+                     std::to_string(header_len) + " exceeds file size " + std::to_string(size) +
+                     ")");
   const char* hdr = reinterpret_cast<const char*>(bytes + 8);
   json h = json::parse(hdr, hdr + header_len, nullptr, false);
   if (h.is_discarded() || !h.is_object())
@@ -107,9 +115,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     if (name == "__metadata__") continue;
     std::string where = path + ": tensor \"" + name + "\"";
     if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
-        !info.contains("data_offsets") || !info["dtype"].is_string() ||
-        !info["shape"].is_array() || !info["data_offsets"].is_array() ||
-        info["data_offsets"].size() != 2)
+        !info.contains("data_offsets") || !info["dtype"].is_string() || !info["shape"].is_array() ||
+        !info["data_offsets"].is_array() || info["data_offsets"].size() != 2)
       return data_loss(where + ": malformed header entry");
     TensorView t;
     t.name = name;

@@ -4,7 +4,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
@@ -49,8 +48,9 @@ json stats_json(const EngineCore& e) {
 std::vector<std::string> read_lines(const GenerateFlags& f) {
   std::vector<std::string> lines;
   if (!f.prompt.empty()) {
-    lines.push_back(json{{"prompt", f.prompt}, {"max_tokens", f.max_tokens},
-                         {"temperature", f.temperature}}.dump());
+    lines.push_back(
+        json{{"prompt", f.prompt}, {"max_tokens", f.max_tokens}, {"temperature", f.temperature}}
+            .dump());
     return lines;
   }
   std::ifstream file;
@@ -89,12 +89,14 @@ int run_generate(const GenerateFlags& f) {
   for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
     auto req = parse_offline_request(lines[i]);
     if (!req.ok()) {
-      results[i] = format_offline_error(i, "line " + std::to_string(i + 1) + ": " + req.status().message());
+      results[i] =
+          format_offline_error(i, "line " + std::to_string(i + 1) + ": " + req.status().message());
       continue;
     }
     if (req->prompt_token_ids.empty()) {
       if (!tok) {
-        results[i] = format_offline_error(i, "\"prompt\" needs a tokenizer.json in the model folder");
+        results[i] =
+            format_offline_error(i, "\"prompt\" needs a tokenizer.json in the model folder");
         continue;
       }
       req->prompt_token_ids = tok->encode(*req->prompt, /*add_special_tokens=*/true);
@@ -105,9 +107,9 @@ int run_generate(const GenerateFlags& f) {
     g.params = req->params;
     g.priority = req->priority;
     g.cache_salt = req->cache_salt;
-    Status st = engine.add_request(std::move(g), [&finals, i](RequestOutput&& o) {
-      finals[i] = std::move(o);
-    }, /*final_only=*/true);
+    Status st = engine.add_request(
+        std::move(g), [&finals, i](RequestOutput&& o) { finals[i] = std::move(o); },
+        /*final_only=*/true);
     if (!st.ok()) {
       results[i] = format_offline_error(i, st.message());
       continue;
@@ -124,8 +126,11 @@ int run_generate(const GenerateFlags& f) {
   log_info("done: " + engine.scheduler().summary());
   for (auto& [i, out] : finals) {
     const OfflineRequest& r = requests[i];
-    if (!out.error.ok()) results[i] = format_offline_error(i, out.error.message());
-    else results[i] = format_offline_output(i, r.prompt_token_ids, r.prompt, out, r.params, tok != nullptr);
+    if (!out.error.ok())
+      results[i] = format_offline_error(i, out.error.message());
+    else
+      results[i] =
+          format_offline_output(i, r.prompt_token_ids, r.prompt, out, r.params, tok != nullptr);
   }
   std::ofstream file;
   std::ostream* os = &std::cout;
@@ -137,7 +142,8 @@ int run_generate(const GenerateFlags& f) {
     }
     os = &file;
   }
-  for (auto& [i, j] : results) *os << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  for (auto& [i, j] : results)
+    *os << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   if (!f.stats_json.empty()) std::ofstream(f.stats_json) << stats_json(engine).dump(2) << "\n";
   return 0;
 }

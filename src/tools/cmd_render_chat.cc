@@ -4,7 +4,6 @@
 // tokens: the template writes them). A bad line or a template that raises gets {"error"}.
 #include <fstream>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
@@ -86,7 +85,8 @@ int run_render(const RenderFlags& f) {
   std::string line;
   while (std::getline(*in, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    *out << render_line(line, *tmpl, *tok).dump(-1, ' ', false, ordered_json::error_handler_t::replace)
+    *out << render_line(line, *tmpl, *tok)
+                .dump(-1, ' ', false, ordered_json::error_handler_t::replace)
          << "\n";
   }
   return 0;

@@ -74,8 +74,8 @@ int run_serve(ServeFlags f) {
   }
   const int64_t kv_tokens = (*core)->kv_capacity_tokens();
   const int max_len = (*core)->max_model_len();
-  std::string name = f.server.served_model_name.empty() ? f.engine.load.model_dir
-                                                        : f.server.served_model_name;
+  std::string name =
+      f.server.served_model_name.empty() ? f.engine.load.model_dir : f.server.served_model_name;
   AsyncEngine engine(std::move(*core), name, std::move(*tmpl));
   Server server(f.server, engine);
   if (Status st = server.start(); !st.ok()) {
@@ -105,7 +105,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--api-key-file", f->api_key_file, "read the key from a file")->excludes(key);
   cmd->add_option("--chat-template", f->chat_template_file, "Jinja chat template file");
   cmd->add_option("--max-queued-requests", f->server.max_queued_requests,
-                  "waiting requests before 503")->check(CLI::PositiveNumber);
+                  "waiting requests before 503")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-request-bytes", f->server.max_request_bytes, "largest body (413 above)");
   cmd->add_option("--num-io-threads", f->server.num_io_threads, "HTTP I/O threads")
       ->check(CLI::Range(1, 64));

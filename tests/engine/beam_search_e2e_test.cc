@@ -21,7 +21,8 @@ GenerateRequest beam_request(const nlohmann::json& b) {
   return g;
 }
 
-void expect_matches_golden(const RequestOutput& out, const nlohmann::json& b, const std::string& what) {
+void expect_matches_golden(const RequestOutput& out, const nlohmann::json& b,
+                           const std::string& what) {
   ASSERT_TRUE(out.error.ok()) << out.error.to_string();
   ASSERT_EQ(out.deltas.size(), b["sequences"].size()) << what;
   for (size_t j = 0; j < out.deltas.size(); ++j) {

@@ -76,7 +76,8 @@ std::vector<GenerateRequest> varied_requests(int vocab) {
 
 std::vector<std::vector<int32_t>> tokens_of(const testing::RunResult& r) {
   std::vector<std::vector<int32_t>> out;
-  for (const auto& o : r.outputs) out.push_back(o.deltas.empty() ? std::vector<int32_t>{} : o.deltas[0].token_ids);
+  for (const auto& o : r.outputs)
+    out.push_back(o.deltas.empty() ? std::vector<int32_t>{} : o.deltas[0].token_ids);
   return out;
 }
 
@@ -161,7 +162,10 @@ TEST(EngineRequests, AbortFreesBlocksAndReportsAbort) {
   RequestOutput last;
   GenerateRequest g = greedy_request(std::vector<int32_t>(50, 7), 100);
   g.request_id = "x";
-  ASSERT_TRUE(engine->add_request(g, [&](RequestOutput&& o) { last = std::move(o); }, false).ok());
+  ASSERT_TRUE(engine
+                  ->add_request(
+                      g, [&](RequestOutput&& o) { last = std::move(o); }, false)
+                  .ok());
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(engine->step().ok());
   EXPECT_LT(engine->kv().num_free_blocks(), engine->kv().num_total_blocks());
   engine->abort("x");

@@ -65,7 +65,9 @@ double rel_err(const float* a, const json& b, int n) {
   return std::sqrt(num / den);
 }
 
-std::vector<int32_t> prompt_of(const json& c) { return c["prompt"].get<std::vector<int32_t>>(); }
+std::vector<int32_t> prompt_of(const json& c) {
+  return c["prompt"].get<std::vector<int32_t>>();
+}
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 

@@ -40,7 +40,9 @@ void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-std::string fixture_bytes(const std::string& name) { return *read_file(kFixture + "/" + name); }
+std::string fixture_bytes(const std::string& name) {
+  return *read_file(kFixture + "/" + name);
+}
 
 // A safetensors file holding the given header JSON and `data_bytes` zero bytes.
 std::string make_safetensors(const json& header, size_t data_bytes) {
@@ -52,7 +54,8 @@ std::string make_safetensors(const json& header, size_t data_bytes) {
 }
 
 TEST(ModelConfig, AcceptsBothSpellings) {
-  json legacy = *read_json_file(std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_hd128/config.json");
+  json legacy =
+      *read_json_file(std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_hd128/config.json");
   auto a = ModelConfig::from_json(legacy, "legacy");
   ASSERT_TRUE(a.ok()) << a.status().to_string();
   EXPECT_EQ(a->rope.theta, 10000.0);
@@ -184,7 +187,8 @@ TEST(Checkpoint, ShardedEqualsSingleFile) {
     int s = (i++) % 2;
     size_t begin = shard_data[s].size();
     shard_data[s].append(reinterpret_cast<const char*>(t.data), t.num_bytes);
-    shard_h[s][name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
+    shard_h[s][name] = {{"dtype", dtype_name(t.dtype)},
+                        {"shape", t.shape},
                         {"data_offsets", {begin, shard_data[s].size()}}};
     weight_map[name] = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
   }

@@ -1,16 +1,14 @@
 // The folio executable as users run it: render-chat against transformers' chat goldens (text
 // and ids), tokenize, and generate's handling of bad input lines and bad checkpoints.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace folio {
 namespace {
@@ -25,7 +23,7 @@ struct RunResult {
 
 // Runs `folio ARGS < input_file` and captures stdout (stderr to `err_file` if given).
 RunResult run_folio(const std::string& args, const std::string& input_file,
-              const std::string& err_file = "/dev/null") {
+                    const std::string& err_file = "/dev/null") {
   std::string cmd = std::string(FOLIO_BINARY) + " " + args + " < " + input_file + " 2> " + err_file;
   RunResult r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -59,7 +57,8 @@ TEST_P(ChatGolden, RenderChatMatchesTransformers) {
   const std::string dir = std::string(FOLIO_SOURCE_DIR) + "/data/tokenizers/" + GetParam();
   if (!fs::exists(dir + "/tokenizer_config.json"))
     GTEST_SKIP() << dir << " missing: run scripts/fetch_tokenizers.sh";
-  const std::string golden = std::string(FOLIO_TEST_DATA_DIR) + "/tokenizers/chat_" + GetParam() + ".jsonl";
+  const std::string golden =
+      std::string(FOLIO_TEST_DATA_DIR) + "/tokenizers/chat_" + GetParam() + ".jsonl";
   RunResult r = run_folio("render-chat --model " + dir, golden);
   ASSERT_EQ(r.exit_code, 0);
   auto got = lines_of(r.out);
@@ -82,8 +81,9 @@ INSTANTIATE_TEST_SUITE_P(Templates, ChatGolden, ::testing::Values("llama3", "qwe
 TEST(Cli, RenderChatReportsBadLines) {
   const std::string dir = std::string(FOLIO_SOURCE_DIR) + "/data/tokenizers/qwen3";
   if (!fs::exists(dir)) GTEST_SKIP() << dir << " missing";
-  auto in = temp_file("bad_chat.jsonl", "not json\n{\"messages\": []}\n"
-                                        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
+  auto in = temp_file("bad_chat.jsonl",
+                      "not json\n{\"messages\": []}\n"
+                      "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
   auto got = lines_of(run_folio("render-chat --model " + dir, in).out);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_TRUE(got[0].contains("error"));
@@ -107,7 +107,8 @@ TEST(Cli, GenerateKeepsGoingPastBadLines) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(got[i]["index"], i);
   EXPECT_EQ(got[0]["outputs"][0]["token_ids"].size(), 3u);
   EXPECT_NE(got[1]["error"].get<std::string>().find("not valid JSON"), std::string::npos);
-  EXPECT_NE(got[2]["error"].get<std::string>().find("\"max_tokens\" must be an integer"), std::string::npos);
+  EXPECT_NE(got[2]["error"].get<std::string>().find("\"max_tokens\" must be an integer"),
+            std::string::npos);
   EXPECT_NE(got[3]["error"].get<std::string>().find("outside the vocabulary"), std::string::npos);
   const json& lp = got[4];
   EXPECT_EQ(lp["outputs"][0]["logprobs"].size(), 2u);
@@ -119,8 +120,8 @@ TEST(Cli, GenerateKeepsGoingPastBadLines) {
 TEST(Cli, MalformedCheckpointIsOneLineErrorAndExitCode2) {
   fs::path dir = fs::temp_directory_path() / ("folio_cli_bad_model_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  fs::copy_file(std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_gqa/config.json", dir / "config.json",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_gqa/config.json",
+                dir / "config.json", fs::copy_options::overwrite_existing);
   std::ofstream(dir / "model.safetensors") << "\x10\x00\x00\x00\x00\x00\x00\x00{\"broken\": tr";
   auto in = temp_file("one.jsonl", "{\"prompt_token_ids\": [1], \"max_tokens\": 1}\n");
   auto err = temp_file("err.txt", "");

@@ -27,13 +27,12 @@ inline void rms_norm_row(const float* x, const float* weight, float* y, int dim,
 
 void rms_norm(const float* x, const float* weight, float* y, int rows, int dim, float eps) {
   parallel_for(rows, std::max(1, 16384 / dim), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r)
-      rms_norm_row(x + r * dim, weight, y + r * dim, dim, eps);
+    for (int64_t r = b; r < e; ++r) rms_norm_row(x + r * dim, weight, y + r * dim, dim, eps);
   });
 }
 
-void add_rms_norm(float* residual, const float* x, const float* weight, float* y, int rows,
-                  int dim, float eps) {
+void add_rms_norm(float* residual, const float* x, const float* weight, float* y, int rows, int dim,
+                  float eps) {
   parallel_for(rows, std::max(1, 16384 / dim), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       float* res = residual + r * dim;
@@ -48,22 +47,22 @@ void apply_rope(float* x, const int32_t* positions, int num_tokens, int num_head
                 std::span<const double> inv_freq) {
   const int half = head_dim / 2;
   parallel_for(num_tokens, std::max(1, 8192 / (num_heads * head_dim)), [&](int64_t tb, int64_t te) {
-  std::vector<float> cos_v(half), sin_v(half);
-  for (int64_t t = tb; t < te; ++t) {
-    for (int i = 0; i < half; ++i) {
-      double angle = positions[t] * inv_freq[i];
-      cos_v[i] = static_cast<float>(std::cos(angle));
-      sin_v[i] = static_cast<float>(std::sin(angle));
-    }
-    for (int h = 0; h < num_heads; ++h) {
-      float* v = x + (static_cast<size_t>(t) * num_heads + h) * head_dim;
+    std::vector<float> cos_v(half), sin_v(half);
+    for (int64_t t = tb; t < te; ++t) {
       for (int i = 0; i < half; ++i) {
-        float a = v[i], b = v[i + half];
-        v[i] = a * cos_v[i] - b * sin_v[i];
-        v[i + half] = b * cos_v[i] + a * sin_v[i];
+        double angle = positions[t] * inv_freq[i];
+        cos_v[i] = static_cast<float>(std::cos(angle));
+        sin_v[i] = static_cast<float>(std::sin(angle));
+      }
+      for (int h = 0; h < num_heads; ++h) {
+        float* v = x + (static_cast<size_t>(t) * num_heads + h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+          float a = v[i], b = v[i + half];
+          v[i] = a * cos_v[i] - b * sin_v[i];
+          v[i + half] = b * cos_v[i] + a * sin_v[i];
+        }
       }
     }
-  }
   });
 }
 
@@ -78,8 +77,8 @@ void silu_and_mul(const float* gate_up, float* out, int rows, int inter) {
   });
 }
 
-void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping,
-                       int num_tokens, int kv_width, float* k_cache, float* v_cache) {
+void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping, int num_tokens,
+                       int kv_width, float* k_cache, float* v_cache) {
   for (int t = 0; t < num_tokens; ++t) {
     int64_t slot = slot_mapping[t];
     if (slot < 0) continue;
@@ -114,7 +113,8 @@ void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k
       scores.resize(pos + 1);
       float max_score = -INFINITY;
       for (int j = 0; j <= pos; ++j) {
-        int64_t slot = static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
+        int64_t slot =
+            static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
         const float* kv = k_cache + slot * kv_width + kv_head * a.head_dim;
         float dot = 0;
         for (int d = 0; d < a.head_dim; ++d) dot += qv[d] * kv[d];
@@ -128,7 +128,8 @@ void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k
       }
       acc.assign(a.head_dim, 0.0);
       for (int j = 0; j <= pos; ++j) {
-        int64_t slot = static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
+        int64_t slot =
+            static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
         const float* vv = v_cache + slot * kv_width + kv_head * a.head_dim;
         for (int d = 0; d < a.head_dim; ++d) acc[d] += static_cast<double>(scores[j]) * vv[d];
       }

@@ -18,8 +18,8 @@ void matmul_nt(const float* x, const float* w, float* y, int m, int n, int k);
 // y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, for each of `rows` rows of `dim`.
 void rms_norm(const float* x, const float* weight, float* y, int rows, int dim, float eps);
 // Fused residual add then norm: residual += x; y = rms_norm(residual).
-void add_rms_norm(float* residual, const float* x, const float* weight, float* y, int rows,
-                  int dim, float eps);
+void add_rms_norm(float* residual, const float* x, const float* weight, float* y, int rows, int dim,
+                  float eps);
 
 // Rotary embedding, Hugging Face's rotate_half convention: pairs (i, i + head_dim/2).
 // `inv_freq` has head_dim/2 entries (already scaled, e.g. llama3); angles computed in double.
@@ -32,8 +32,8 @@ void silu_and_mul(const float* gate_up, float* out, int rows, int inter);
 
 // Writes each token's K and V ([num_tokens, num_kv_heads, head_dim]) into its cache slot.
 // A negative slot skips the token (padding).
-void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping,
-                       int num_tokens, int kv_width, float* k_cache, float* v_cache);
+void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping, int num_tokens,
+                       int kv_width, float* k_cache, float* v_cache);
 
 // Geometry of one attention call, shared by prefill and decode: causal attention of each
 // sequence's new tokens over all of its cached tokens, read through its block table.
