@@ -56,7 +56,8 @@ run() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
   ldd "$CARRY/folio" "$CARRY/folio_cuda_tests" | grep 'not found' && { echo "missing libraries"; exit 1; }
   echo "== gpu tests"
-  timeout 300 "$CARRY/folio_cuda_tests" --gtest_output="xml:$out/gpu_tests.xml" >"$out/gpu_tests.log" 2>&1
+  timeout 300 "$CARRY/folio_cuda_tests" --gtest_filter="${FILTER:-*}" \
+    --gtest_output="xml:$out/gpu_tests.xml" >"$out/gpu_tests.log" 2>&1
   echo "test binary exit $?"
   grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|tests ran|Expected|Which is|actual|^golden |\(([0-9]{4,}) ms\)' \
     "$out/gpu_tests.log" | head -n 60
@@ -88,8 +89,30 @@ run() {
   grep -q '^\[  PASSED  \]' "$out/gpu_tests.log" && ! grep -q '^\[  FAILED  \]' "$out/gpu_tests.log"
 }
 
+# Llama-3-8B dummy-weight benchmarks (B3 and decode batches, B1), JSON under $OUT; extra
+# arguments go to every folio bench call (e.g. --no-device-sampling).
+bench() {
+  set +e
+  local out=${OUT:-/tmp/folio-gpu-exec} libs=/tmp/folio-gpu-libs
+  mkdir -p "$out" "$libs"
+  tar -C "$libs" -xJf "$CARRY/libs.tar.xz" 2>/dev/null
+  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  local m=(--device cuda --load-format dummy --model-config configs/llama-3-8b.json)
+  for b in ${BATCHES:-1 32 128}; do
+    echo "== bench latency batch $b $*"
+    timeout 120 "$CARRY/folio" bench latency "${m[@]}" --batch-size "$b" --input-len 128 \
+      --output-len 256 --num-iters-warmup 1 --num-iters 3 --output-json "$out/latency_b$b${TAG:-}.json" "$@" 2>&1 | grep -vE '^\[' | tail -n 6
+  done
+  if [[ -n ${B1:-} ]]; then
+    echo "== bench throughput B1 $*"
+    timeout 300 "$CARRY/folio" bench throughput "${m[@]}" --workload bench/workloads/sharegpt_like_1000.jsonl \
+      --output-json "$out/b1${TAG:-}.json" "$@" 2>&1 | grep -vE '^\[' | tail -n 12
+  fi
+}
+
 case "${1:-}" in
   stage) stage ;;
   run) run ;;
-  *) echo "usage: $0 stage|run" >&2; exit 2 ;;
+  bench) shift; bench "$@" ;;
+  *) echo "usage: $0 stage|run|bench [folio bench flags]" >&2; exit 2 ;;
 esac

@@ -3,13 +3,15 @@
 // calls it; it is not thread-safe.
 //
 // Order within a step, as the engine issues it: swap_in / swap_out / copy_blocks first, then
-// execute. Logits come back on the host as [logits_rows.size(), vocab_size] fp32.
+// execute. Logits come back on the host as [logits_rows.size(), vocab_size] fp32, or, with
+// execute_sampled, only sampled tokens and the rows the host still needs.
 #pragma once
 
 #include <span>
 #include <string>
 #include <vector>
 
+#include "backend/device_sampling.h"
 #include "backend/forward_batch.h"
 #include "base/status.h"
 
@@ -35,6 +37,18 @@ class Executor {
   // Runs the model over the batch, writing the step's K/V into the cache, and returns the logits
   // of batch.logits_rows.
   virtual Status execute(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+
+  // Device sampling (optional): runs the step like execute(), samples `sampling.rows` on the
+  // device into `samples` (one per row, in order; the contract of sample/sampler.h), and returns
+  // only the logits of `sampling.host_rows`, as [host_rows.size(), vocab] fp32. A backend that
+  // says false to samples_on_device() is only ever called through execute().
+  virtual bool samples_on_device() const { return false; }
+  virtual Status execute_sampled(const ForwardBatch& /*batch*/,
+                                 const DeviceSamplingBatch& /*sampling*/,
+                                 std::vector<float>& /*host_logits*/,
+                                 std::vector<DeviceSample>& /*samples*/) {
+    return unimplemented(device_name() + " does not sample on the device");
+  }
 
   // Copies whole blocks within the device cache (copy-on-write), all layers, in one operation.
   virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;

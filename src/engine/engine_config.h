@@ -24,6 +24,9 @@ struct EngineConfig {
   double gpu_memory_utilization = 0.9;
   std::string dtype = "auto";
   bool enable_prefix_caching = true;
+  // Sample on the device when the backend can (the CUDA executor): logits stay on the GPU. Off:
+  // every logits row comes to the host and the host Sampler draws (same contract, for checks).
+  bool device_sampling = true;
   SchedulerConfig sched;
   int max_logprobs = 20;
   uint64_t seed = 0;        // engine seed for requests without their own

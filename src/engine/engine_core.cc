@@ -53,7 +53,8 @@ EngineCore::EngineCore(const EngineConfig& config, const ModelConfig& model,
       tokenizer_(std::move(tokenizer)),
       kv_(std::move(kv)),
       scheduler_(std::make_unique<Scheduler>(config.sched, *kv_)),
-      sampler_(SamplerConfig{model.vocab_size, model.generation.eos_token_ids}) {}
+      sampler_(SamplerConfig{model.vocab_size, model.generation.eos_token_ids}),
+      penalty_ws_(model.vocab_size) {}
 
 EngineCore::~EngineCore() = default;
 

@@ -82,7 +82,7 @@ class EngineCore {
   };
   // Queues one draw per sequence the entry's logits row feeds (n siblings at the end of a
   // prompt, else the sequence itself); the draws run together, then apply_samples records them.
-  void plan_samples(const ScheduledSeq& entry, std::span<const float> row,
+  void plan_samples(const ScheduledSeq& entry, int logits_row,
                     std::vector<ParallelSampler::Job>& jobs, std::vector<PendingSample>& pending);
   void apply_samples(const std::vector<PendingSample>& pending,
                      const std::vector<TokenLogprobs>& drawn, StepResult& result);
@@ -120,6 +120,9 @@ class EngineCore {
   // Step scratch.
   ForwardBatch batch_;
   std::vector<float> logits_;
+  DeviceSamplingBatch device_batch_;
+  std::vector<DeviceSample> device_samples_;
+  PenaltyWorkspace penalty_ws_;  // builds the device rows' penalty ops
 };
 
 // Creates the KV manager the config asks for, sized to `num_blocks` device blocks (slots in

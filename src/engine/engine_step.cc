@@ -3,6 +3,7 @@
 
 #include "base/log.h"
 #include "engine/batch_builder.h"
+#include "engine/device_sampling_plan.h"
 #include "engine/engine_core.h"
 #include "engine/request_state.h"
 
@@ -54,10 +55,12 @@ Status EngineCore::step() {
   }
   BatchRows rows;
   build_forward_batch(so, all_rows, batch_, rows);
-  FOLIO_RETURN_IF_ERROR(executor_->execute(batch_, logits_));
-  counters_.computed_tokens += batch_.num_tokens();
 
-  const size_t vocab = static_cast<size_t>(model_.vocab_size);
+  // Plan every draw before the step runs: on a device-sampling backend only the rows the host
+  // still needs (prompt logprobs, beams, requests beyond the device's logprobs cap) come back.
+  const bool on_device = config_.device_sampling && executor_->samples_on_device();
+  const int num_rows = static_cast<int>(batch_.logits_rows.size());
+  std::vector<uint8_t> wants_host(static_cast<size_t>(num_rows), on_device ? 0 : 1);
   StepResult result;
   std::vector<GroupId> touched;
   std::vector<ParallelSampler::Job> jobs;
@@ -65,22 +68,67 @@ Status EngineCore::step() {
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const ScheduledSeq& e = so.seqs[i];
     RequestState& r = *requests_.at(e.group_id);
-    if (rows.all_rows[i]) {
-      std::span<const float> block(logits_.data() + rows.first_row[i] * vocab,
-                                   static_cast<size_t>(e.num_tokens()) * vocab);
-      record_prompt_logprobs(r, e, block);
-    }
+    if (rows.all_rows[i])
+      std::fill_n(wants_host.begin() + rows.first_row[i], e.num_tokens(), uint8_t{1});
     const int row = rows.sample_row(i);
     if (row < 0) continue;
     touched.push_back(e.group_id);
     if (r.beam) {
-      if (r.beam_seqs.empty()) r.beam_seqs.push_back(e.seq_id);  // the prompt's sequence
-      r.beam_rows[e.seq_id] = row;
+      wants_host[row] = 1;
       continue;
     }
-    plan_samples(e, std::span<const float>(logits_.data() + row * vocab, vocab), jobs, pending);
+    plan_samples(e, row, jobs, pending);
   }
-  apply_samples(pending, sampler_.sample(jobs), result);
+  device_batch_.clear();
+  std::vector<size_t> host_jobs, device_jobs;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (on_device && device_can_sample(*jobs[j].row.params)) {
+      device_jobs.push_back(j);
+      append_device_sample_row(jobs[j].row, jobs[j].logits_row, model_.generation.eos_token_ids,
+                               penalty_ws_, device_batch_);
+    } else {
+      host_jobs.push_back(j);
+      wants_host[jobs[j].logits_row] = 1;
+    }
+  }
+  // host_index[row]: where logits row `row` sits in logits_ (-1: not returned).
+  std::vector<int> host_index(static_cast<size_t>(num_rows), -1);
+  for (int row = 0, k = 0; row < num_rows; ++row)
+    if (wants_host[row]) {
+      host_index[row] = k++;
+      if (on_device) device_batch_.host_rows.push_back(row);
+    }
+  FOLIO_RETURN_IF_ERROR(on_device ? executor_->execute_sampled(batch_, device_batch_, logits_,
+                                                               device_samples_)
+                                  : executor_->execute(batch_, logits_));
+  counters_.computed_tokens += batch_.num_tokens();
+
+  const size_t vocab = static_cast<size_t>(model_.vocab_size);
+  auto host_row = [&](int row) { return logits_.data() + host_index[row] * vocab; };
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const ScheduledSeq& e = so.seqs[i];
+    RequestState& r = *requests_.at(e.group_id);
+    if (rows.all_rows[i])
+      record_prompt_logprobs(r, e, std::span<const float>(host_row(rows.first_row[i]),
+                                                          static_cast<size_t>(e.num_tokens()) * vocab));
+    const int row = rows.sample_row(i);
+    if (row >= 0 && r.beam) {
+      if (r.beam_seqs.empty()) r.beam_seqs.push_back(e.seq_id);  // the prompt's sequence
+      r.beam_rows[e.seq_id] = host_index[row];
+    }
+  }
+  std::vector<TokenLogprobs> drawn(jobs.size());
+  std::vector<ParallelSampler::Job> on_host;
+  for (size_t j : host_jobs) {
+    on_host.push_back(jobs[j]);
+    on_host.back().logits = std::span<const float>(host_row(jobs[j].logits_row), vocab);
+  }
+  std::vector<TokenLogprobs> host_drawn = sampler_.sample(on_host);
+  for (size_t k = 0; k < host_jobs.size(); ++k) drawn[host_jobs[k]] = std::move(host_drawn[k]);
+  for (size_t k = 0; k < device_jobs.size(); ++k)
+    drawn[device_jobs[k]] = to_token_logprobs(
+        device_samples_[k], jobs[device_jobs[k]].row.params->logprobs.value_or(0));
+  apply_samples(pending, drawn, result);
   std::vector<BeamFork> forks;
   std::vector<GroupId> beams_done;
   FOLIO_RETURN_IF_ERROR(step_beams(logits_, result, forks, beams_done));
@@ -113,7 +161,7 @@ Status EngineCore::step() {
   return Status();
 }
 
-void EngineCore::plan_samples(const ScheduledSeq& e, std::span<const float> row,
+void EngineCore::plan_samples(const ScheduledSeq& e, int logits_row,
                               std::vector<ParallelSampler::Job>& jobs,
                               std::vector<PendingSample>& pending) {
   RequestState& r = *requests_.at(e.group_id);
@@ -127,7 +175,7 @@ void EngineCore::plan_samples(const ScheduledSeq& e, std::span<const float> row,
     SequenceOutput& out = *r.outputs[it->second];
     const uint32_t j = static_cast<uint32_t>(it->second);
     ParallelSampler::Job job;
-    job.logits = row;
+    job.logits_row = logits_row;
     job.row.params = &r.params;
     job.row.prompt_token_ids = r.prompt;
     // Siblings are created at the end of the prompt, when no sequence has output yet.

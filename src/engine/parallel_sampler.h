@@ -18,6 +18,7 @@ class ParallelSampler {
   struct Job {
     std::span<const float> logits;  // [vocab]
     SampleRow row;
+    int32_t logits_row = -1;  // the row's index in ForwardBatch::logits_rows (engine bookkeeping)
   };
 
   explicit ParallelSampler(SamplerConfig config) : config_(std::move(config)) {}

@@ -103,11 +103,12 @@ Status CudaLlamaExecutor::Impl::upload(const ForwardBatch& b, StepArrays& d) {
 }
 
 Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& c,
-                                        std::vector<float>* logits) {
+                                        const LogitsRequest& req) {
   FOLIO_RETURN_IF_ERROR(validate(b, c));
   const int T = b.num_tokens();
   if (T == 0) {
-    if (logits) logits->clear();
+    if (req.host_logits) req.host_logits->clear();
+    if (req.samples) req.samples->clear();
     return Status();
   }
   FOLIO_RETURN_IF_ERROR(reserve_activations(T));
@@ -133,7 +134,7 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
   for (int l = 0; l < config.num_layers; ++l)
     FOLIO_RETURN_IF_ERROR(layer(l, b, d, c, all_decode ? &decode : nullptr,
                                 all_decode ? nullptr : &prefill));
-  return compute_logits(b, d, logits);
+  return compute_logits(b, d, req);
 }
 
 // x += o_proj(attention(rope(qkv(rms_norm(x))))); x += down(silu_and_mul(gate_up(rms_norm(x)))).
@@ -186,12 +187,22 @@ Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepAr
 }
 
 // Final norm and lm_head on the requested rows only, kLogitsChunkRows at a time: gather the rows
-// (the embedding gather with x as the table), norm, fp32 GEMM, copy to the host.
+// (the embedding gather with x as the table), norm, fp32 GEMM; then sample the chunk's device
+// rows and copy the rows the host asked for.
 Status CudaLlamaExecutor::Impl::compute_logits(const ForwardBatch& b, const StepArrays& d,
-                                               std::vector<float>* out) {
+                                               const LogitsRequest& req) {
   const int R = static_cast<int>(b.logits_rows.size()), H = config.hidden_size;
   const int V = config.vocab_size, T = b.num_tokens();
-  if (out) out->resize(static_cast<size_t>(R) * V);
+  const DeviceSamplingBatch* s = req.sampling;
+  if (s) {
+    if ((!s->rows.empty() && s->rows.back().logits_row >= R) ||
+        (!s->host_rows.empty() && (s->host_rows.front() < 0 || s->host_rows.back() >= R)))
+      return internal_error("DeviceSamplingBatch: a row outside ForwardBatch::logits_rows");
+    FOLIO_RETURN_IF_ERROR(upload_sampling(*s));
+  }
+  const size_t returned = s ? s->host_rows.size() : static_cast<size_t>(R);
+  if (req.host_logits) req.host_logits->resize(returned * V);
+  size_t next_host = 0;  // index into s->host_rows
   for (int r0 = 0; r0 < R; r0 += kLogitsChunkRows) {
     const int n = std::min(kLogitsChunkRows, R - r0);
     FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, x.data(), d.logits_rows + r0, rows.data(), n, H, T,
@@ -200,16 +211,48 @@ Status CudaLlamaExecutor::Impl::compute_logits(const ForwardBatch& b, const Step
                                          H, static_cast<float>(config.rms_norm_eps), nullptr));
     FOLIO_RETURN_IF_ERROR(logits_gemm->matmul_nt_f32(dt, rows_normed.data(), weights.lm_head,
                                                      logits.as<float>(), n, V, H, nullptr));
-    if (out)
-      FOLIO_RETURN_IF_ERROR(cuda::copy(out->data() + static_cast<size_t>(r0) * V, logits.data(),
-                                       sizeof(float) * n * V));
+    if (!req.host_logits) continue;
+    if (!s) {
+      FOLIO_RETURN_IF_ERROR(cuda::copy(req.host_logits->data() + static_cast<size_t>(r0) * V,
+                                       logits.data(), sizeof(float) * n * V));
+    } else {
+      // Runs of consecutive host rows in this chunk, one copy each.
+      while (next_host < s->host_rows.size() && s->host_rows[next_host] < r0 + n) {
+        size_t run = 1;
+        while (next_host + run < s->host_rows.size() &&
+               s->host_rows[next_host + run] == s->host_rows[next_host] + static_cast<int>(run) &&
+               s->host_rows[next_host + run] < r0 + n)
+          ++run;
+        FOLIO_RETURN_IF_ERROR(cuda::copy(
+            req.host_logits->data() + next_host * V,
+            logits.as<float>() + static_cast<size_t>(s->host_rows[next_host] - r0) * V,
+            sizeof(float) * run * V));
+        next_host += run;
+      }
+    }
+    if (s) FOLIO_RETURN_IF_ERROR(sample_chunk(*s, r0, n));
   }
+  if (s && req.samples) FOLIO_RETURN_IF_ERROR(download_samples(*s, *req.samples));
   return cuda::synchronize();  // surfaces any asynchronous kernel error of this step
 }
 
 Status CudaLlamaExecutor::execute(const ForwardBatch& batch, std::vector<float>& logits) {
   if (!impl_->deferred.ok()) return impl_->deferred;
-  return impl_->forward(batch, impl_->cache, &logits);
+  LogitsRequest req;
+  req.host_logits = &logits;
+  return impl_->forward(batch, impl_->cache, req);
+}
+
+Status CudaLlamaExecutor::execute_sampled(const ForwardBatch& batch,
+                                          const DeviceSamplingBatch& sampling,
+                                          std::vector<float>& host_logits,
+                                          std::vector<DeviceSample>& samples) {
+  if (!impl_->deferred.ok()) return impl_->deferred;
+  LogitsRequest req;
+  req.host_logits = &host_logits;
+  req.sampling = &sampling;
+  req.samples = &samples;
+  return impl_->forward(batch, impl_->cache, req);
 }
 
 void CudaLlamaExecutor::copy_blocks(std::span<const BlockCopy> copies) {

@@ -65,6 +65,10 @@ class CudaLlamaExecutor final : public Executor {
   const CudaMemoryReport& memory_report() const;
 
   Status execute(const ForwardBatch& batch, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return true; }
+  Status execute_sampled(const ForwardBatch& batch, const DeviceSamplingBatch& sampling,
+                         std::vector<float>& host_logits,
+                         std::vector<DeviceSample>& samples) override;
   // The copy/swap calls cannot return a Status (Executor's contract): a failure is kept and
   // returned by the next execute().
   void copy_blocks(std::span<const BlockCopy> copies) override;

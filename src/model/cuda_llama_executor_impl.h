@@ -12,6 +12,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/logits_gemm.h"
 #include "backend/cuda/prefill_attention.h"
+#include "backend/device_sampling.h"
 #include "model/cuda_llama_executor.h"
 #include "model/cuda_llama_weights.h"
 
@@ -36,6 +37,14 @@ struct StepArrays {
   const int32_t* block_table_start = nullptr;
   const int32_t* block_table = nullptr;
   const int32_t* logits_rows = nullptr;
+};
+
+// What a step returns: the raw logits of some rows to the host, and/or tokens sampled on the
+// device (then `sampling` lists the rows and `host_rows` which logits still come back).
+struct LogitsRequest {
+  std::vector<float>* host_logits = nullptr;          // [returned rows, vocab]; nullptr: none
+  const DeviceSamplingBatch* sampling = nullptr;      // nullptr: every row returns (execute())
+  std::vector<DeviceSample>* samples = nullptr;       // one per sampling->rows
 };
 
 // Rows of logits computed per lm_head GEMM: bounds the fp32 logits buffer (256 x 128k vocab =
@@ -71,15 +80,22 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer rows, rows_normed, logits;  // [kLogitsChunkRows, hidden | vocab]
   cuda::DeviceBuffer attn_workspace;
   Status deferred;  // a copy/swap failure, returned by the next execute()
+  // Device sampling: rows and ops uploaded in one copy, results downloaded in one copy.
+  cuda::PinnedHostBuffer sample_host;
+  cuda::DeviceBuffer sample_in, sample_out, op_saved;
 
   size_t layer_block_bytes() const;  // one block of one layer's K (or V) cache
   Status reserve_activations(int tokens);
   Status upload(const ForwardBatch& b, StepArrays& d);
   Status validate(const ForwardBatch& b, const CacheView& c) const;
-  Status forward(const ForwardBatch& b, const CacheView& c, std::vector<float>* logits);
+  Status forward(const ForwardBatch& b, const CacheView& c, const LogitsRequest& req);
   Status layer(int l, const ForwardBatch& b, const StepArrays& d, const CacheView& c,
                const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill);
-  Status compute_logits(const ForwardBatch& b, const StepArrays& d, std::vector<float>* out);
+  Status compute_logits(const ForwardBatch& b, const StepArrays& d, const LogitsRequest& req);
+  // cuda_llama_sampling.cc: the device sampler around compute_logits' chunks.
+  Status upload_sampling(const DeviceSamplingBatch& s);
+  Status sample_chunk(const DeviceSamplingBatch& s, int r0, int n);
+  Status download_samples(const DeviceSamplingBatch& s, std::vector<DeviceSample>& out);
 };
 
 }  // namespace folio

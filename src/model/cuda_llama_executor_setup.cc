@@ -140,7 +140,7 @@ Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int ma
   view.k.assign(c.num_layers, scratch_k.data());
   view.v.assign(c.num_layers, scratch_v.data());
   view.num_slots = static_cast<int64_t>(scratch_blocks) * m.kv.block_size;
-  return m.forward(b, view, nullptr);
+  return m.forward(b, view, LogitsRequest{});
 }
 
 // Sizes the KV cache from the budget (or takes the explicit size), allocates it and the swap pool.

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sample/philox.h"
+#include "base/philox.h"
 
 namespace folio {
 

@@ -39,6 +39,8 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
       ->check(CLI::NonNegativeNumber);
   c->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f.enable_chunked_prefill,
               "split long prompts across steps (default on)");
+  c->add_flag("--device-sampling,!--no-device-sampling", f.device_sampling,
+              "sample on the GPU so logits stay there (default on; off: host sampler)");
   c->add_option("--max-logprobs", f.max_logprobs, "cap on logprobs / prompt_logprobs")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--seed", f.seed, "engine seed (requests without their own seed)");
@@ -57,6 +59,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.gpu_memory_utilization = f.gpu_memory_utilization;
   c.dtype = f.dtype;
   c.enable_prefix_caching = f.enable_prefix_caching;
+  c.device_sampling = f.device_sampling;
   c.sched.preemption_mode =
       f.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
   c.sched.policy = f.scheduling_policy == "priority" ? SchedulePolicy::kPriority : SchedulePolicy::kFcfs;

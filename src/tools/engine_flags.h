@@ -28,6 +28,7 @@ struct EngineFlags {
   double gpu_memory_utilization = 0.9;
   std::string dtype = "auto";
   bool enable_prefix_caching = true;
+  bool device_sampling = true;
   std::string preemption_mode = "recompute";
   std::string scheduling_policy = "fcfs";
   int max_num_batched_tokens = 2048;

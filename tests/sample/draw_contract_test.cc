@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sample/philox.h"
+#include "base/philox.h"
 #include "sample/row_sampler.h"
 #include "sample_test_util.h"
 

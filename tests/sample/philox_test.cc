@@ -1,6 +1,6 @@
 // Philox4x32-10 against Random123's known-answer vectors, the uniform mapping's range, and the
 // stream-key derivation (stable values, so a platform or refactor change that alters draws fails).
-#include "sample/philox.h"
+#include "base/philox.h"
 
 #include <cmath>
 

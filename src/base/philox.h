@@ -5,10 +5,18 @@
 // anywhere (another row, another thread, a GPU kernel) without carrying a generator state. This
 // is the property the sampler builds its per-sequence, batch-independent draws on. The function
 // is checked against Random123's published known-answer vectors (tests/sample/philox_test.cc).
+// It lives in base/ because both the host sampler (sample/) and the GPU sampler
+// (backend/cuda/sample_rows.cu) compute it: the functions are __host__ __device__ under nvcc.
 #pragma once
 
 #include <array>
 #include <cstdint>
+
+#ifdef __CUDACC__
+#define FOLIO_HOST_DEVICE __host__ __device__
+#else
+#define FOLIO_HOST_DEVICE
+#endif
 
 namespace folio {
 
@@ -21,7 +29,7 @@ inline constexpr uint32_t kMul1 = 0xCD9E8D57u;
 inline constexpr uint32_t kWeyl0 = 0x9E3779B9u;  // golden ratio
 inline constexpr uint32_t kWeyl1 = 0xBB67AE85u;  // sqrt(3) - 1
 
-inline PhiloxCounter round(const PhiloxCounter& c, const PhiloxKey& k) {
+FOLIO_HOST_DEVICE inline PhiloxCounter round(const PhiloxCounter& c, const PhiloxKey& k) {
   const uint64_t p0 = uint64_t{kMul0} * c[0];
   const uint64_t p1 = uint64_t{kMul1} * c[2];
   const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
@@ -31,7 +39,7 @@ inline PhiloxCounter round(const PhiloxCounter& c, const PhiloxKey& k) {
 }  // namespace philox_detail
 
 // Ten rounds; the key is bumped by the Weyl constants before rounds 1..9.
-inline PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
+FOLIO_HOST_DEVICE inline PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
   for (int r = 0; r < 10; ++r) {
     if (r > 0) {
       key[0] += philox_detail::kWeyl0;
@@ -45,7 +53,7 @@ inline PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
 // Maps 32 random bits to a float in the open interval (0, 1): the top 23 bits k give
 // (k + 0.5) * 2^-23, exactly representable in binary32, so u is never 0 or 1 and -log(u) is
 // finite and strictly positive. Identical on every IEEE-754 platform (no rounding involved).
-inline float uniform_open01(uint32_t bits) {
+FOLIO_HOST_DEVICE inline float uniform_open01(uint32_t bits) {
   return (static_cast<float>(bits >> 9) + 0.5f) * 0x1p-23f;
 }
 

@@ -1,0 +1,109 @@
+// CudaLlamaExecutor's device sampling (backend/cuda/sample_rows.h) around compute_logits: the
+// step's sampling rows and ops go up in one copy before the lm_head chunks, each chunk samples
+// its rows while its logits are on the device, and the results come down in one copy.
+#include <cstring>
+
+#include "backend/cuda/sample_rows.h"
+#include "model/cuda_llama_executor_impl.h"
+
+namespace folio {
+namespace {
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+// Layout of sample_in: [rows][ops]; of sample_out: [SampleOut x rows][TopEntry x rows x K].
+struct SampleLayout {
+  size_t rows_bytes, ops_bytes, out_bytes, top_bytes;
+  explicit SampleLayout(const DeviceSamplingBatch& s)
+      : rows_bytes(align16(s.rows.size() * sizeof(DeviceSampleRow))),
+        ops_bytes(align16(s.ops.size() * sizeof(LogitOp))),
+        out_bytes(align16(s.rows.size() * sizeof(cuda::SampleOut))),
+        top_bytes(s.rows.size() * kMaxDeviceLogprobs * sizeof(cuda::TopEntry)) {}
+};
+
+}  // namespace
+
+Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    const DeviceSampleRow& r = s.rows[i];
+    if (r.logits_row < 0 || (i > 0 && r.logits_row < s.rows[i - 1].logits_row) ||
+        r.op_begin < 0 || r.phase_end[3] > static_cast<int32_t>(s.ops.size()))
+      return internal_error("DeviceSamplingBatch: rows out of order or ops out of range");
+  }
+  for (const LogitOp& op : s.ops)
+    if (op.token < 0 || op.token >= config.vocab_size)
+      return internal_error("DeviceSamplingBatch: op token outside the vocabulary");
+  const SampleLayout L(s);
+  const size_t in_bytes = L.rows_bytes + L.ops_bytes;
+  if (in_bytes == 0) return Status();
+  if (sample_host.bytes() < in_bytes) {
+    sample_host = cuda::PinnedHostBuffer();
+    FOLIO_ASSIGN_OR_RETURN(sample_host, cuda::PinnedHostBuffer::allocate(in_bytes * 3 / 2));
+  }
+  FOLIO_RETURN_IF_ERROR(ensure_device(sample_in, sample_host.bytes()));
+  FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, L.out_bytes + L.top_bytes));
+  FOLIO_RETURN_IF_ERROR(ensure_device(op_saved, std::max<size_t>(16, s.ops.size() * sizeof(float))));
+  auto* h = static_cast<std::byte*>(sample_host.data());
+  std::memcpy(h, s.rows.data(), s.rows.size() * sizeof(DeviceSampleRow));
+  if (!s.ops.empty()) std::memcpy(h + L.rows_bytes, s.ops.data(), s.ops.size() * sizeof(LogitOp));
+  return cuda::copy_async(sample_in.data(), sample_host.data(), in_bytes, nullptr);
+}
+
+// Samples the rows whose logits_row lies in this chunk [r0, r0 + n) of ForwardBatch::logits_rows
+// (the rows are ascending, so they form one run).
+Status CudaLlamaExecutor::Impl::sample_chunk(const DeviceSamplingBatch& s, int r0, int n) {
+  size_t begin = 0;
+  while (begin < s.rows.size() && s.rows[begin].logits_row < r0) ++begin;
+  size_t end = begin;
+  while (end < s.rows.size() && s.rows[end].logits_row < r0 + n) ++end;
+  if (begin == end) return Status();
+  const SampleLayout L(s);
+  auto* in = static_cast<std::byte*>(sample_in.data());
+  auto* out = static_cast<std::byte*>(sample_out.data());
+  cuda::SampleRowsArgs a;
+  a.logits = logits.as<float>();
+  a.vocab = config.vocab_size;
+  a.num_logits_rows = n;
+  a.logits_row_offset = r0;
+  a.rows = reinterpret_cast<const DeviceSampleRow*>(in) + begin;
+  a.num_rows = static_cast<int>(end - begin);
+  a.ops = reinterpret_cast<const LogitOp*>(in + L.rows_bytes);
+  a.op_saved = op_saved.as<float>();
+  for (size_t i = begin; i < end && !a.any_ops; ++i)
+    a.any_ops = s.rows[i].phase_end[3] > s.rows[i].op_begin;
+  a.out = reinterpret_cast<cuda::SampleOut*>(out) + begin;
+  a.top = reinterpret_cast<cuda::TopEntry*>(out + L.out_bytes) + begin * kMaxDeviceLogprobs;
+  return cuda::sample_rows(a, nullptr);
+}
+
+Status CudaLlamaExecutor::Impl::download_samples(const DeviceSamplingBatch& s,
+                                                 std::vector<DeviceSample>& result) {
+  const SampleLayout L(s);
+  const size_t R = s.rows.size();
+  result.assign(R, DeviceSample{});
+  if (R == 0) return Status();
+  bool any_top = false;
+  for (const DeviceSampleRow& r : s.rows) any_top |= r.num_logprobs > 0;
+  std::vector<cuda::SampleOut> outs(R);
+  std::vector<cuda::TopEntry> tops;
+  FOLIO_RETURN_IF_ERROR(cuda::copy(outs.data(), sample_out.data(), R * sizeof(cuda::SampleOut)));
+  if (any_top) {
+    tops.resize(R * kMaxDeviceLogprobs);
+    FOLIO_RETURN_IF_ERROR(cuda::copy(tops.data(), static_cast<std::byte*>(sample_out.data()) + L.out_bytes,
+                                     L.top_bytes));
+  }
+  for (size_t i = 0; i < R; ++i) {
+    DeviceSample& d = result[i];
+    d.token_id = outs[i].token_id;
+    d.logprob = outs[i].logprob;
+    d.rank = outs[i].rank;
+    if (!any_top) continue;
+    for (int j = 0; j < outs[i].num_top; ++j) {
+      const cuda::TopEntry& t = tops[i * kMaxDeviceLogprobs + j];
+      d.top.emplace_back(t.token_id, t.logprob);
+    }
+  }
+  return Status();
+}
+
+}  // namespace folio
