@@ -31,6 +31,12 @@ struct EngineCounters {
   int64_t prompt_tokens = 0;     // prompt tokens of finished-or-running requests
   int64_t generated_tokens = 0;  // tokens sampled
   int64_t computed_tokens = 0;   // tokens run through the model (prefill + decode + recompute)
+  // Wall time of the steps that ran the model, and the part spent inside the executor (upload,
+  // kernels, sampling, results back: the GPU is busy or about to be). The rest is the host loop
+  // (scheduling, batch building, output processing, detokenizing), during which the GPU idles.
+  int64_t model_steps = 0;
+  double step_seconds = 0.0;
+  double execute_seconds = 0.0;
 };
 
 class EngineCore {

@@ -1,5 +1,6 @@
 // EngineCore::step() and the per-step output processing.
 #include <algorithm>
+#include <chrono>
 
 #include "base/log.h"
 #include "engine/batch_builder.h"
@@ -37,6 +38,15 @@ Status EngineCore::step() {
     finish_request(f.group_id);
   }
   if (so.empty()) return Status();
+  // Times this step (from after schedule(): an idle engine's empty steps are not counted).
+  struct StepTimer {
+    EngineCounters& c;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~StepTimer() {
+      c.model_steps++;
+      c.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } step_timer{counters_};
 
   executor_->swap_out(to_block_copies(so.swap_out));
   executor_->swap_in(to_block_copies(so.swap_in));
@@ -98,9 +108,12 @@ Status EngineCore::step() {
       host_index[row] = k++;
       if (on_device) device_batch_.host_rows.push_back(row);
     }
+  const auto exec_start = std::chrono::steady_clock::now();
   FOLIO_RETURN_IF_ERROR(on_device ? executor_->execute_sampled(batch_, device_batch_, logits_,
                                                                device_samples_)
                                   : executor_->execute(batch_, logits_));
+  counters_.execute_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - exec_start).count();
   counters_.computed_tokens += batch_.num_tokens();
 
   const size_t vocab = static_cast<size_t>(model_.vocab_size);

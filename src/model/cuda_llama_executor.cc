@@ -112,8 +112,10 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
     return Status();
   }
   FOLIO_RETURN_IF_ERROR(reserve_activations(T));
+  if (timer) timer->begin_step(nullptr);
   StepArrays d;
   FOLIO_RETURN_IF_ERROR(upload(b, d));
+  mark("upload");
   // Plan attention once for the step; every layer reuses it.
   bool all_decode = true;
   for (int s = 0; s < b.num_seqs(); ++s)
@@ -131,6 +133,7 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
   }
   FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, weights.embed, d.token_ids, x.data(), T,
                                         config.hidden_size, config.vocab_size, nullptr));
+  mark("embedding");
   for (int l = 0; l < config.num_layers; ++l)
     FOLIO_RETURN_IF_ERROR(layer(l, b, d, c, all_decode ? &decode : nullptr,
                                 all_decode ? nullptr : &prefill));
@@ -148,18 +151,24 @@ Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepAr
   const int qs = config.q_size(), kvs = config.kv_size();
   const float eps = static_cast<float>(config.rms_norm_eps);
   FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, nullptr));
+  mark("rms_norm");
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qs + 2 * kvs, H,
                                         false, nullptr));
+  mark("qkv_gemm");
   FOLIO_RETURN_IF_ERROR(cuda::split_qkv(dt, qkv.data(), w.qkv_bias, q.data(), k.data(), v.data(),
                                         T, qs, kvs, nullptr));
+  mark("split_qkv");
   if (config.qk_norm) {  // Qwen3: RMSNorm over each head's head_dim, before rope
     FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, nullptr));
     FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, nullptr));
+    mark("qk_norm");
   }
   FOLIO_RETURN_IF_ERROR(cuda::rope(dt, q.data(), k.data(), d.positions, inv_freq.as<float>(), T,
                                    nh, nkv, hd, nullptr));
+  mark("rope");
   FOLIO_RETURN_IF_ERROR(cuda::reshape_and_cache(dt, k.data(), v.data(), d.slot_mapping, T, kvs,
                                                 c.k[l], c.v[l], nullptr));
+  mark("kv_write");
   cuda::PagedAttentionParams p;
   p.dtype = dt;
   p.num_seqs = b.num_seqs();
@@ -178,12 +187,19 @@ Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepAr
   p.block_table = d.block_table;
   FOLIO_RETURN_IF_ERROR(decode ? cuda::decode_attention(p, *decode, attn_workspace.data(), nullptr)
                                : cuda::prefill_attention(p, *prefill, nullptr));
+  mark(decode ? "attn_decode" : "attn_prefill");
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, true, nullptr));
+  mark("o_gemm");
   FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, nullptr));
+  mark("rms_norm");
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I, H,
                                         false, nullptr));
+  mark("gate_up_gemm");
   FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, nullptr));
-  return gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, true, nullptr);
+  mark("silu_mul");
+  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, true, nullptr));
+  mark("down_gemm");
+  return Status();
 }
 
 // Final norm and lm_head on the requested rows only, kLogitsChunkRows at a time: gather the rows
@@ -211,6 +227,9 @@ Status CudaLlamaExecutor::Impl::compute_logits(const ForwardBatch& b, const Step
                                          H, static_cast<float>(config.rms_norm_eps), nullptr));
     FOLIO_RETURN_IF_ERROR(logits_gemm->matmul_nt_f32(dt, rows_normed.data(), weights.lm_head,
                                                      logits.as<float>(), n, V, H, nullptr));
+    mark("lm_head");
+    if (s) FOLIO_RETURN_IF_ERROR(sample_chunk(*s, r0, n));
+    mark("sampling");
     if (!req.host_logits) continue;
     if (!s) {
       FOLIO_RETURN_IF_ERROR(cuda::copy(req.host_logits->data() + static_cast<size_t>(r0) * V,
@@ -230,9 +249,11 @@ Status CudaLlamaExecutor::Impl::compute_logits(const ForwardBatch& b, const Step
         next_host += run;
       }
     }
-    if (s) FOLIO_RETURN_IF_ERROR(sample_chunk(*s, r0, n));
+    mark("logits_to_host");
   }
   if (s && req.samples) FOLIO_RETURN_IF_ERROR(download_samples(*s, *req.samples));
+  mark("samples_to_host");
+  if (timer) timer->end_step();
   return cuda::synchronize();  // surfaces any asynchronous kernel error of this step
 }
 

@@ -12,6 +12,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/logits_gemm.h"
 #include "backend/cuda/prefill_attention.h"
+#include "backend/cuda/stage_timer.h"
 #include "backend/device_sampling.h"
 #include "model/cuda_llama_executor.h"
 #include "model/cuda_llama_weights.h"
@@ -83,6 +84,12 @@ struct CudaLlamaExecutor::Impl {
   // Device sampling: rows and ops uploaded in one copy, results downloaded in one copy.
   cuda::PinnedHostBuffer sample_host;
   cuda::DeviceBuffer sample_in, sample_out, op_saved;
+  std::unique_ptr<cuda::StageTimer> timer;  // FOLIO_CUDA_STAGE_TIMES=1 only
+
+  // Attributes the op launched since the last mark to `stage` (no-op without a timer).
+  void mark(const char* stage) {
+    if (timer) timer->mark(stage, nullptr);
+  }
 
   size_t layer_block_bytes() const;  // one block of one layer's K (or V) cache
   Status reserve_activations(int tokens);

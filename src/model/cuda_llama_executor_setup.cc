@@ -58,7 +58,9 @@ Status check_options(const CudaExecutorOptions& o) {
 }  // namespace
 
 CudaLlamaExecutor::CudaLlamaExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-CudaLlamaExecutor::~CudaLlamaExecutor() = default;
+CudaLlamaExecutor::~CudaLlamaExecutor() {
+  if (impl_ && impl_->timer) log_info(impl_->timer->report());
+}
 
 std::string CudaLlamaExecutor::device_name() const { return "cuda:0 (" + impl_->info.name + ")"; }
 int CudaLlamaExecutor::vocab_size() const { return impl_->config.vocab_size; }
@@ -209,6 +211,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   if (num_devices == 0) return not_found("--device cuda: no CUDA device found");
   FOLIO_RETURN_IF_ERROR(cuda_model_supported(config));
   auto m = std::make_unique<Impl>();
+  m->timer = cuda::StageTimer::from_env();
   m->config = config;
   m->options = options;
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));

@@ -1,5 +1,6 @@
 #include "tools/bench_meta.h"
 
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -71,6 +72,23 @@ Status write_json_file(const std::string& path, const nlohmann::json& j) {
   out.close();
   if (!out) return data_loss("failed writing " + path);
   return Status();
+}
+
+nlohmann::json host_loop_json(const EngineCounters& c) {
+  const double steps = c.model_steps > 0 ? static_cast<double>(c.model_steps) : 1.0;
+  const double host = c.step_seconds - c.execute_seconds;
+  return {{"model_steps", c.model_steps},
+          {"mean_step_ms", 1e3 * c.step_seconds / steps},
+          {"mean_execute_ms", 1e3 * c.execute_seconds / steps},
+          {"mean_host_ms", 1e3 * host / steps},
+          {"host_share_of_execute", c.execute_seconds > 0 ? host / c.execute_seconds : 0.0}};
+}
+
+void print_host_loop(const nlohmann::json& j) {
+  std::printf("Host loop: %.3f ms per step beside %.3f ms in the executor (%.1f%%) over %lld steps\n",
+              j["mean_host_ms"].get<double>(), j["mean_execute_ms"].get<double>(),
+              100.0 * j["host_share_of_execute"].get<double>(),
+              static_cast<long long>(j["model_steps"].get<int64_t>()));
 }
 
 }  // namespace folio::tools

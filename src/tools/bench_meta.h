@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "engine/engine_core.h"
 
 namespace folio::tools {
 
@@ -24,6 +25,13 @@ std::string process_command_line();
 
 // {"gpu_name", "commit", "date", "command"}.
 nlohmann::json run_metadata(const std::string& gpu_name);
+
+// The host loop's share, from the engine's step timers: {"model_steps", "mean_step_ms",
+// "mean_execute_ms", "mean_host_ms", "host_share_of_execute"} (host time per step over the time
+// inside the executor; the performance target is under 5% at batch 256).
+nlohmann::json host_loop_json(const EngineCounters& c);
+// One line for the console from host_loop_json's fields.
+void print_host_loop(const nlohmann::json& j);
 
 // Writes `j` pretty-printed (2 spaces) plus a newline; errors name the path.
 Status write_json_file(const std::string& path, const nlohmann::json& j);

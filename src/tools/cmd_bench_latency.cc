@@ -59,6 +59,8 @@ int run(const LatencyFlags& f) {
   nlohmann::json j = latency_json(c, *iters, floor, f.bandwidth_gbps);
   const std::string device = (*engine)->executor().device_name();
   print_result(j, device);
+  j["host_loop"] = host_loop_json((*engine)->counters());
+  print_host_loop(j["host_loop"]);
   if (!f.output_json.empty()) {
     j.update(run_metadata(device));
     j["benchmark"] = "latency";

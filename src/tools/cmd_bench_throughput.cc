@@ -67,10 +67,13 @@ int run(const ThroughputFlags& f) {
   }
   const std::string device = (*engine)->executor().device_name();
   print_result(*r, device);
+  const nlohmann::json host_loop = host_loop_json((*engine)->counters());
+  print_host_loop(host_loop);
   if (!f.output_json.empty()) {
     nlohmann::json j = throughput_json(*r);
     j.update(run_metadata(device));
     j["benchmark"] = "throughput";
+    j["host_loop"] = host_loop;
     j["workload"] = f.workload.empty() ? "fixed" : f.workload;
     if (Status st = write_json_file(f.output_json, j); !st.ok()) {
       std::cerr << "folio bench throughput: " << st.message() << "\n";
