@@ -135,9 +135,16 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
     auto plan = plan_prefill_attention(b.qs, kHeads, kKvHeads);
     ASSERT_TRUE(plan.ok());
     auto p = params(b, 16, q->data(), kc->data(), vc->data(), out->data());
-    const double us = median_us([&] { (void)prefill_attention(p, *plan, nullptr); });
-    const double flops = 4.0 * c.batch * c.len * c.len * kDim * kHeads / 2;  // causal
-    std::printf("K2 prefill %dx%d: %.1f us, %.1f TFLOP/s\n", c.batch, c.len, us, flops / us / 1e6);
+    // Causal FLOP count: 4 * len^2 * head_dim * heads / 2 per sequence (Q·K^T and P·V over the
+    // lower triangle, as FlashAttention's benchmarks count it).
+    const double flops = 4.0 * c.batch * c.len * c.len * kDim * kHeads / 2;
+    for (PrefillKernel k : {PrefillKernel::kV1, PrefillKernel::kV2, PrefillKernel::kV2x2}) {
+      plan->kernel = k;
+      FOLIO_ASSERT_OK(prefill_attention(p, *plan, nullptr));
+      const double us = median_us([&] { (void)prefill_attention(p, *plan, nullptr); });
+      std::printf("K2 prefill %dx%d %-4s: %.1f us, %.1f TFLOP/s (causal FLOPs)\n", c.batch, c.len,
+                  prefill_kernel_name(k), us, flops / us / 1e6);
+    }
   }
   FOLIO_ASSERT_OK(synchronize());
 }
