@@ -26,8 +26,8 @@ PrefillKernel default_prefill_kernel() {
     const char* e = std::getenv("FOLIO_PREFILL_KERNEL");
     const std::string v = e ? e : "";
     if (v == "v1") return PrefillKernel::kV1;
-    if (v == "v2x2") return PrefillKernel::kV2x2;
-    return PrefillKernel::kV2;
+    if (v == "v2") return PrefillKernel::kV2;
+    return PrefillKernel::kV2x2;
   }();
   return k;
 }

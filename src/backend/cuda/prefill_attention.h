@@ -8,12 +8,13 @@
 // all of them; it walks the keys in tiles of 64 through shared memory, computes Q·K^T and P·V
 // on tensor cores (bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
 //
-// Kernels (PrefillKernel; the plan picks FOLIO_PREFILL_KERNEL=v1|v2|v2x2, default v2):
+// Kernels (PrefillKernel; the plan picks FOLIO_PREFILL_KERNEL=v1|v2|v2x2, default v2x2):
 //   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
-//         K/V, causal tile skipping; 16 rows per warp; head_dim % 8 == 0 in [8, 256].
-//   v2x2: v2 with 32 rows per warp (K/V fragments reused twice) for head_dim <= 128 (larger
-//         head_dim runs as v2).
+//         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
+//         per SM at head_dim 128); head_dim % 8 == 0 in [8, 256].
+//   v2x2: v2 with 32 rows per warp (128 per block: half the K/V traffic per FLOP from L2 and
+//         from shared memory) for head_dim <= 128; larger head_dim runs as v2.
 #pragma once
 
 #include <cstdint>
@@ -28,14 +29,14 @@ enum class PrefillKernel { kV1, kV2, kV2x2 };
 
 const char* prefill_kernel_name(PrefillKernel k);
 
-// FOLIO_PREFILL_KERNEL (read once): v1, v2 or v2x2; kV2 when unset or unknown.
+// FOLIO_PREFILL_KERNEL (read once): v1, v2 or v2x2; kV2x2 when unset or unknown.
 PrefillKernel default_prefill_kernel();
 
 struct PrefillPlan {
   int num_seqs = 0;
   int max_rows = 0;       // the largest q_len * group (rows of one KV head) of the batch
   int max_row_tiles = 0;  // ceil(max_rows / 64): v1's grid extent
-  PrefillKernel kernel = PrefillKernel::kV2;  // may be overridden after planning
+  PrefillKernel kernel = PrefillKernel::kV2x2;  // may be overridden after planning
 };
 
 // query_start: the step's host copy (ForwardBatch::query_start, [num_seqs + 1]).

@@ -44,21 +44,26 @@ struct Args {
 
 template <int DP, int MT>
 struct Cfg {
-  static constexpr int BM = 16 * MT * kWarps;          // rows per block
-  static constexpr int LD = DP + 8;                    // shared row stride, elements
-  static constexpr int kQRegs = MT == 1 && DP <= 128;  // Q fragments held in registers
-  static constexpr int kRows = BM + 4 * BN;            // Q, K[2], V[2], contiguous
+  static constexpr int BM = 16 * MT * kWarps;  // rows per block
+  static constexpr int LD = DP + 8;            // shared row stride, elements
+  // Q fragments in registers, loaded straight from global memory (no Q tile in shared memory):
+  // 69.6 KB at DP 128, so 3 blocks fit an SM (168 registers a thread).
+  static constexpr bool kQRegs = MT == 1 && DP <= 128;
+  static constexpr int kQRows = kQRegs ? 0 : BM;
+  static constexpr int kRows = kQRows + 4 * BN;  // [Q], K[2], V[2], contiguous
   static constexpr size_t kBytes = size_t{2} * kRows * LD;
+  static constexpr int kMinBlocks = kQRegs ? 3 : (MT == 1 ? 1 : 2);
 };
 
 template <typename T, int DP, int MT>
-__global__ void __launch_bounds__(kThreads) prefill_v2_kernel(Args<T> a) {
+__global__ void __launch_bounds__(kThreads, (Cfg<DP, MT>::kMinBlocks))
+    prefill_v2_kernel(Args<T> a) {
   using C = Cfg<DP, MT>;
   constexpr int BM = C::BM, LD = C::LD, CPR = DP / 8;  // 16-byte chunks per padded row
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  T* const q_s = reinterpret_cast<T*>(smem_raw);
-  T* const k_s = q_s + BM * LD;      // stage st at k_s + st * BN * LD
-  T* const v_s = k_s + 2 * BN * LD;  // likewise
+  T* const q_s = reinterpret_cast<T*>(smem_raw);  // unused when C::kQRegs
+  T* const k_s = q_s + C::kQRows * LD;            // stage st at k_s + st * BN * LD
+  T* const v_s = k_s + 2 * BN * LD;               // likewise
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int s = blockIdx.y, kvh = blockIdx.z;
@@ -84,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) prefill_v2_kernel(Args<T> a) {
       *reinterpret_cast<uint4*>(q_s + (i / pad) * LD + D + (i % pad) * 8) = make_uint4(0, 0, 0, 0);
   }
   // Q rows past the end are zero-filled (finite scores; never stored).
-  for (int i = threadIdx.x; i < BM * CPR; i += kThreads) {
+  for (int i = threadIdx.x; i < C::kQRows * CPR; i += kThreads) {
     const int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
     if (c >= D) continue;
     const bool ok = gr <= last_row;
@@ -109,10 +114,30 @@ __global__ void __launch_bounds__(kThreads) prefill_v2_kernel(Args<T> a) {
     }
   };
   load_kv(0, 0);
-  cp_async_commit();  // group 0: Q and tile 0
+  cp_async_commit();  // group 0: [Q and] tile 0
 
   const int g = lane / 4, tq = lane % 4;
   const int wr0 = warp * 16 * MT;  // this warp's first row in the block
+  // Q as A fragments (layout in mma_ptx.cuh), 4-byte loads while tile 0 is in flight; rows past
+  // the end and pad columns are zero.
+  uint32_t qf[C::kQRegs ? DP / 16 : 1][4];
+  if constexpr (C::kQRegs) {
+    const uint32_t* qrow[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int gr = r0 + wr0 + 8 * h + g;
+      const int64_t row = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
+      qrow[h] = gr <= last_row ? reinterpret_cast<const uint32_t*>(a.q + row * D) : nullptr;
+    }
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // e: a0..a3 = (row g | g + 8) x (cols 2t | 2t + 8)
+        const int c = kk * 16 + 2 * tq + (e / 2) * 8;
+        const uint32_t* src = qrow[e % 2];
+        qf[kk][e] = src != nullptr && c < D ? src[c / 2] : 0u;
+      }
+  }
   // Positions of this thread's rows (m-tile i, half h: row wr0 + 16 i + 8 h + g). Rows past the
   // end take the last position so that no row is wholly masked.
   int pos[MT][2];
@@ -136,7 +161,6 @@ __global__ void __launch_bounds__(kThreads) prefill_v2_kernel(Args<T> a) {
     m[i][0] = m[i][1] = -INFINITY;
     l[i][0] = l[i][1] = 0.f;
   }
-  uint32_t qf[C::kQRegs ? DP / 16 : 1][4];
   // ldmatrix row/col offsets of this lane (see mma_ptx.cuh): A from row-major Q, B from K rows
   // (non-transposed) and from V rows (transposed).
   const int a_row = lane % 16, a_col = (lane / 16) * 8;
@@ -149,11 +173,6 @@ __global__ void __launch_bounds__(kThreads) prefill_v2_kernel(Args<T> a) {
     cp_async_commit();   // possibly empty: keeps the group count uniform
     cp_async_wait<1>();  // everything but tile t + 1 has landed
     __syncthreads();
-    if (C::kQRegs && t == 0) {
-#pragma unroll
-      for (int kk = 0; kk < (C::kQRegs ? DP / 16 : 0); ++kk)
-        ldmatrix_x4(qf[kk], q_s + (wr0 + a_row) * LD + kk * 16 + a_col);
-    }
     const int kt = t * BN;
     if (warp_live && kt <= warp_max_pos) {  // warp-uniform: a key of the tile is visible
       const T* const ks = k_s + (t % 2) * BN * LD;
