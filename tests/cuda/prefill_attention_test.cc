@@ -82,6 +82,9 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV2, DType::kFP16, 6, 1, 80, 1}, PrefillCase{kV2, DType::kBF16, 12, 4, 96, 32},
         PrefillCase{kV2, DType::kBF16, 8, 2, 256, 16}, PrefillCase{kV2, DType::kFP16, 4, 4, 256, 8},
         PrefillCase{kV2, DType::kBF16, 4, 1, 40, 16}, PrefillCase{kV2, DType::kFP16, 6, 3, 112, 8},
+        // Block sizes that are not powers of two (the kernel divides instead of shifting).
+        PrefillCase{kV2, DType::kBF16, 8, 2, 64, 3},
+        PrefillCase{kV2x2, DType::kFP16, 4, 1, 128, 24},
         // v2x2 (32 rows per warp; head_dim > 128 falls back to v2).
         PrefillCase{kV2x2, DType::kBF16, 32, 8, 128, 16},
         PrefillCase{kV2x2, DType::kFP16, 5, 5, 64, 1},

@@ -39,6 +39,7 @@ struct Args {
   const int32_t* block_table_start;
   const int32_t* block_table;
   int num_heads, num_kv_heads, head_dim, block_size, row_tiles;
+  int block_shift;   // log2(block_size) when it is a power of two, else -1 (divide)
   float scale_log2;  // scale * log2(e): the softmax runs in base 2
 };
 
@@ -107,8 +108,10 @@ __global__ void __launch_bounds__(kThreads, (Cfg<DP, MT>::kMinBlocks))
       const int r = i / CPR, c = (i % CPR) * 8, j = t * BN + r;
       if (c >= D) continue;
       const bool ok = j < kv_end;
-      const int64_t off =
-          ok ? (static_cast<int64_t>(table[j / bs]) * bs + j % bs) * slot_stride + head_off + c : 0;
+      // Slot of key j: block j / bs of the table, entry j % bs (shifts for power-of-two sizes).
+      const int blk = a.block_shift >= 0 ? j >> a.block_shift : j / bs;
+      const int64_t slot = static_cast<int64_t>(ok ? table[blk] : 0) * bs + (j - blk * bs);
+      const int64_t off = ok ? slot * slot_stride + head_off + c : 0;
       cp_async_16(kd + r * LD + c, a.k_cache + off, ok);
       cp_async_16(vd + r * LD + c, a.v_cache + off, ok);
     }
@@ -351,6 +354,7 @@ Status launch_v2(const PagedAttentionParams& p, const PrefillPlan& plan, int row
     a.num_kv_heads = p.num_kv_heads;
     a.head_dim = p.head_dim;
     a.block_size = p.block_size;
+    a.block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(p.block_size) : -1;
     a.row_tiles = static_cast<int>(row_tiles);
     a.scale_log2 = p.scale * 1.4426950408889634f;
     if (mt == 2) return launch_dp<T, 2>(a, p.num_seqs, stream);
