@@ -82,6 +82,8 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV2, DType::kFP16, 6, 1, 80, 1}, PrefillCase{kV2, DType::kBF16, 12, 4, 96, 32},
         PrefillCase{kV2, DType::kBF16, 8, 2, 256, 16}, PrefillCase{kV2, DType::kFP16, 4, 4, 256, 8},
         PrefillCase{kV2, DType::kBF16, 4, 1, 40, 16}, PrefillCase{kV2, DType::kFP16, 6, 3, 112, 8},
+        // The smallest head_dim, and 24 padded to 32 on v2x2.
+        PrefillCase{kV2, DType::kBF16, 4, 2, 8, 16}, PrefillCase{kV2x2, DType::kFP16, 6, 2, 24, 1},
         // Block sizes that are not powers of two (the kernel divides instead of shifting).
         PrefillCase{kV2, DType::kBF16, 8, 2, 64, 3},
         PrefillCase{kV2x2, DType::kFP16, 4, 1, 128, 24},
