@@ -13,8 +13,9 @@
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
 //         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
 //         per SM at head_dim 128); head_dim % 8 == 0 in [8, 256].
-//   v2x2: v2 with 32 rows per warp (128 per block: half the K/V traffic per FLOP from L2 and
-//         from shared memory) for head_dim <= 128; larger head_dim runs as v2.
+//   v2x2: v2 with 32 rows per warp (128 per block: per FLOP, half the K/V bytes from L2 and
+//         5/8 of the shared-memory reads, Q re-read from shared memory) for head_dim <= 128;
+//         larger head_dim runs as v2.
 #pragma once
 
 #include <cstdint>
