@@ -33,6 +33,14 @@ void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
     ASSERT_TRUE(copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
 }
 
+std::vector<float> download_bf16(const void* src, size_t n) {
+  std::vector<uint16_t> bits(n);
+  EXPECT_TRUE(copy(bits.data(), src, n * 2).ok());
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = testing::from_bits(DType::kBF16, bits[i]);
+  return out;
+}
+
 struct Batch {
   std::vector<int32_t> qs{0}, ctx, bts{0}, bt;
   DeviceBuffer d_qs, d_ctx, d_bts, d_bt;
@@ -135,9 +143,23 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
     auto plan = plan_prefill_attention(b.qs, kHeads, kKvHeads);
     ASSERT_TRUE(plan.ok());
     auto p = params(b, 16, q->data(), kc->data(), vc->data(), out->data());
-    const double us = median_us([&] { (void)prefill_attention(p, *plan, nullptr); });
-    const double flops = 4.0 * c.batch * c.len * c.len * kDim * kHeads / 2;  // causal
-    std::printf("K2 prefill %dx%d: %.1f us, %.1f TFLOP/s\n", c.batch, c.len, us, flops / us / 1e6);
+    // Causal FLOP count: 4 * len^2 * head_dim * heads / 2 per sequence (Q·K^T and P·V over the
+    // lower triangle, as FlashAttention's benchmarks count it).
+    const double flops = 4.0 * c.batch * c.len * c.len * kDim * kHeads / 2;
+    // Each variant's output is compared with v1's (a cross-check at the benchmark's shapes).
+    const size_t out_elems = static_cast<size_t>(b.qs.back()) * kHeads * kDim;
+    std::vector<float> v1_out;
+    for (PrefillKernel k : {PrefillKernel::kV1, PrefillKernel::kV2, PrefillKernel::kV2x2}) {
+      plan->kernel = k;
+      FOLIO_ASSERT_OK(prefill_attention(p, *plan, nullptr));
+      std::vector<float> got = download_bf16(out->data(), out_elems);
+      if (v1_out.empty()) v1_out = got;
+      const double us = median_us([&] { (void)prefill_attention(p, *plan, nullptr); });
+      std::printf("K2 prefill %dx%d %-4s: %.1f us, %.1f TFLOP/s (causal FLOPs), rel err vs v1 "
+                  "%.2e\n",
+                  c.batch, c.len, prefill_kernel_name(k), us, flops / us / 1e6,
+                  testing::rel_error(got, v1_out));
+    }
   }
   FOLIO_ASSERT_OK(synchronize());
 }

@@ -1,8 +1,10 @@
-// Causal paged prefill attention (wmma flash-attention tiles) against the CPU reference: mixed
-// query lengths in one launch, chunked prefill over a cached prefix, decode rows in the same
-// batch, block sizes 1/8/16/32, head_dim 64/128, MHA/GQA/MQA and odd head counts.
-#include "attention_test_util.h"
+// Causal paged prefill attention against the CPU reference, for each kernel variant (v1 wmma,
+// v2 / v2x2 mma.sync): mixed query lengths in one launch, chunked prefill over a cached prefix,
+// decode rows in the same batch, block sizes 1/8/16/32, head_dim 16..256 (64/128 for v1),
+// MHA/GQA/MQA and odd head counts, contexts past 16k.
 #include "backend/cuda/prefill_attention.h"
+
+#include "attention_test_util.h"
 
 namespace folio::cuda {
 namespace {
@@ -11,9 +13,22 @@ using testing::AttentionProblem;
 using testing::SeqSpec;
 
 struct PrefillCase {
+  PrefillKernel kernel;
   DType dt;
   int heads, kv_heads, head_dim, block_size;
 };
+
+// Runs one problem through `kernel` and returns the relative error (infinite on NaN/poison).
+double run_problem(PrefillKernel kernel, const testing::AttentionProblem& prob) {
+  auto plan = plan_prefill_attention(prob.query_start, prob.num_heads, prob.num_kv_heads);
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  if (!plan.ok()) return INFINITY;
+  plan->kernel = kernel;
+  const Status st = prefill_attention(prob.params(), *plan, nullptr);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  EXPECT_TRUE(synchronize().ok());
+  return prob.error();
+}
 
 class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
  protected:
@@ -21,13 +36,9 @@ class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
 
   void run(const std::vector<SeqSpec>& seqs) {
     const PrefillCase& c = GetParam();
-    std::mt19937 rng(11 + c.heads * 17 + c.block_size);
+    std::mt19937 rng(11 + c.heads * 17 + c.block_size + c.head_dim);
     AttentionProblem prob(c.dt, c.heads, c.kv_heads, c.head_dim, c.block_size, seqs, rng);
-    auto plan = plan_prefill_attention(prob.query_start, c.heads, c.kv_heads);
-    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-    FOLIO_ASSERT_OK(prefill_attention(prob.params(), *plan, nullptr));
-    FOLIO_ASSERT_OK(synchronize());
-    EXPECT_LT(prob.error(), testing::attention_tol(c.dt));
+    EXPECT_LT(run_problem(c.kernel, prob), testing::attention_tol(c.dt));
   }
 };
 
@@ -40,28 +51,99 @@ TEST_P(PrefillAttentionTest, ChunkedPrefillOverCachedPrefixWithDecodes) {
   run({{300, 100}, {129, 1}, {70, 65}, {17, 16}, {1000, 1}, {96, 96}, {513, 3}});
 }
 
+TEST_P(PrefillAttentionTest, DecodeRowsOnly) {
+  run({{1, 1}, {5, 1}, {64, 1}, {65, 1}, {130, 1}});
+}
+
+TEST_P(PrefillAttentionTest, TileEdges) {
+  // Query and context lengths around the 64-key and 64/128-row tile edges.
+  run({{63, 63}, {64, 64}, {128, 127}, {129, 129}, {191, 64}, {192, 1}, {257, 130}});
+}
+
+constexpr auto kV1 = PrefillKernel::kV1;
+constexpr auto kV2 = PrefillKernel::kV2;
+constexpr auto kV2x2 = PrefillKernel::kV2x2;
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrefillAttentionTest,
-    ::testing::Values(PrefillCase{DType::kBF16, 32, 8, 128, 16},
-                      PrefillCase{DType::kFP16, 5, 5, 64, 1},
-                      PrefillCase{DType::kBF16, 12, 1, 128, 8},
-                      PrefillCase{DType::kFP16, 6, 2, 128, 32},
-                      PrefillCase{DType::kBF16, 14, 2, 64, 16}),
+    ::testing::Values(
+        // v1 (wmma), head_dim 64 / 128 only.
+        PrefillCase{kV1, DType::kBF16, 32, 8, 128, 16}, PrefillCase{kV1, DType::kFP16, 5, 5, 64, 1},
+        PrefillCase{kV1, DType::kBF16, 12, 1, 128, 8},
+        // v2: GQA 4 / MHA / MQA / GQA 8 / GQA 3 over block sizes 16 / 1 / 8 / 32.
+        PrefillCase{kV2, DType::kBF16, 32, 8, 128, 16}, PrefillCase{kV2, DType::kFP16, 5, 5, 64, 1},
+        PrefillCase{kV2, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV2, DType::kFP16, 16, 2, 128, 32},
+        PrefillCase{kV2, DType::kFP16, 6, 2, 128, 32},
+        PrefillCase{kV2, DType::kBF16, 14, 2, 64, 16},
+        // v2 head dims: the tiny model's 16, and 32 / 80 / 96 / 256; 40 and 112 run padded.
+        PrefillCase{kV2, DType::kBF16, 4, 2, 16, 16}, PrefillCase{kV2, DType::kFP16, 4, 4, 16, 1},
+        PrefillCase{kV2, DType::kBF16, 8, 8, 32, 8}, PrefillCase{kV2, DType::kBF16, 8, 2, 80, 16},
+        PrefillCase{kV2, DType::kFP16, 6, 1, 80, 1}, PrefillCase{kV2, DType::kBF16, 12, 4, 96, 32},
+        PrefillCase{kV2, DType::kBF16, 8, 2, 256, 16}, PrefillCase{kV2, DType::kFP16, 4, 4, 256, 8},
+        PrefillCase{kV2, DType::kBF16, 4, 1, 40, 16}, PrefillCase{kV2, DType::kFP16, 6, 3, 112, 8},
+        // The smallest head_dim, and 24 padded to 32 on v2x2.
+        PrefillCase{kV2, DType::kBF16, 4, 2, 8, 16}, PrefillCase{kV2x2, DType::kFP16, 6, 2, 24, 1},
+        // Block sizes that are not powers of two (the kernel divides instead of shifting).
+        PrefillCase{kV2, DType::kBF16, 8, 2, 64, 3},
+        PrefillCase{kV2x2, DType::kFP16, 4, 1, 128, 24},
+        // v2x2 (32 rows per warp; head_dim > 128 falls back to v2).
+        PrefillCase{kV2x2, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV2x2, DType::kFP16, 5, 5, 64, 1},
+        PrefillCase{kV2x2, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV2x2, DType::kBF16, 8, 2, 80, 32},
+        PrefillCase{kV2x2, DType::kBF16, 4, 2, 16, 16},
+        PrefillCase{kV2x2, DType::kBF16, 8, 2, 256, 16}),
     [](const auto& info) {
       const auto& c = info.param;
-      return std::string(dtype_name(c.dt)) + "_h" + std::to_string(c.heads) + "_kv" +
-             std::to_string(c.kv_heads) + "_d" + std::to_string(c.head_dim) + "_bs" +
-             std::to_string(c.block_size);
+      return std::string(prefill_kernel_name(c.kernel)) + "_" + dtype_name(c.dt) + "_h" +
+             std::to_string(c.heads) + "_kv" + std::to_string(c.kv_heads) + "_d" +
+             std::to_string(c.head_dim) + "_bs" + std::to_string(c.block_size);
     });
 
-TEST(PrefillAttentionLongTest, OneLongPrompt) {
-  FOLIO_REQUIRE_GPU();
+class PrefillAttentionLongTest : public ::testing::TestWithParam<PrefillKernel> {
+ protected:
+  void SetUp() override { FOLIO_REQUIRE_GPU(); }
+};
+
+TEST_P(PrefillAttentionLongTest, OneLongPrompt) {
   std::mt19937 rng(5);
   AttentionProblem prob(DType::kBF16, 8, 2, 128, 16, {{1500, 1500}}, rng);
-  auto plan = plan_prefill_attention(prob.query_start, 8, 2);
+  EXPECT_LT(run_problem(GetParam(), prob), testing::attention_tol(DType::kBF16));
+}
+
+TEST_P(PrefillAttentionLongTest, ChunksPast16kOverCachedPrefix) {
+  // Chunks at the end of 16k+ contexts (a partial last block of 16), a decode row, and a short
+  // full prompt in the same launch.
+  std::mt19937 rng(6);
+  AttentionProblem prob(DType::kBF16, 8, 2, 128, 16, {{16500, 130}, {17001, 1}, {40, 40}}, rng);
+  EXPECT_LT(run_problem(GetParam(), prob), testing::attention_tol(DType::kBF16));
+}
+
+TEST_P(PrefillAttentionLongTest, TokenModePast16kFp16) {
+  std::mt19937 rng(7);
+  AttentionProblem prob(DType::kFP16, 4, 1, 64, 1, {{16999, 77}}, rng);
+  EXPECT_LT(run_problem(GetParam(), prob), testing::attention_tol(DType::kFP16));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest, ::testing::Values(kV1, kV2, kV2x2),
+                         [](const auto& info) { return prefill_kernel_name(info.param); });
+
+TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {
+  FOLIO_REQUIRE_GPU();
+  std::mt19937 rng(8);
+  AttentionProblem prob(DType::kBF16, 4, 2, 64, 16, {{10, 10}}, rng);
+  auto plan = plan_prefill_attention(prob.query_start, 4, 2);
   ASSERT_TRUE(plan.ok());
-  FOLIO_ASSERT_OK(prefill_attention(prob.params(), *plan, nullptr));
-  EXPECT_LT(prob.error(), testing::attention_tol(DType::kBF16));
+  for (int hd : {0, 4, 12, 264}) {
+    PagedAttentionParams p = prob.params();
+    p.head_dim = hd;
+    EXPECT_FALSE(prefill_attention(p, *plan, nullptr).ok()) << hd;
+  }
+  PagedAttentionParams p = prob.params();
+  p.head_dim = 80;  // fine for v2, not for v1
+  plan->kernel = kV1;
+  EXPECT_EQ(prefill_attention(p, *plan, nullptr).code(), StatusCode::kUnimplemented);
 }
 
 TEST(PrefillAttentionPlanTest, CountsRowTilesPerKvHead) {
@@ -69,6 +151,7 @@ TEST(PrefillAttentionPlanTest, CountsRowTilesPerKvHead) {
   auto plan = plan_prefill_attention(qs, 32, 8);  // group 4: 400 rows -> 7 tiles of 64
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->num_seqs, 3);
+  EXPECT_EQ(plan->max_rows, 400);
   EXPECT_EQ(plan->max_row_tiles, 7);
   EXPECT_FALSE(plan_prefill_attention(qs, 32, 6).ok());
 }

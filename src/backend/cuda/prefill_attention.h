@@ -3,10 +3,19 @@
 // each other, all read through the block table. Works for q_len 1 too, so a mixed step
 // (prefills + decodes) can run in this one launch.
 //
-// FlashAttention-style: a thread block takes one KV head and a tile of 64 (token, q head) rows
-// of one sequence, the GQA group's heads folded into the rows so each K/V tile is loaded once for
+// FlashAttention-style: a thread block takes one KV head and a tile of (token, q head) rows of
+// one sequence, the GQA group's heads folded into the rows so each K/V tile is loaded once for
 // all of them; it walks the keys in tiles of 64 through shared memory, computes Q·K^T and P·V
-// on tensor cores (wmma, bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
+// on tensor cores (bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
+//
+// Kernels (PrefillKernel; the plan picks FOLIO_PREFILL_KERNEL=v1|v2|v2x2, default v2x2):
+//   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
+//   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
+//         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
+//         per SM at head_dim 128); head_dim % 8 == 0 in [8, 256].
+//   v2x2: v2 with 32 rows per warp (128 per block: per FLOP, half the K/V bytes from L2 and
+//         5/8 of the shared-memory reads, Q re-read from shared memory) for head_dim <= 128;
+//         larger head_dim runs as v2.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +26,18 @@
 
 namespace folio::cuda {
 
+enum class PrefillKernel { kV1, kV2, kV2x2 };
+
+const char* prefill_kernel_name(PrefillKernel k);
+
+// FOLIO_PREFILL_KERNEL (read once): v1, v2 or v2x2; kV2x2 when unset or unknown.
+PrefillKernel default_prefill_kernel();
+
 struct PrefillPlan {
   int num_seqs = 0;
-  int max_row_tiles = 0;  // grid extent: the largest ceil(q_len * group / 64) of the batch
+  int max_rows = 0;       // the largest q_len * group (rows of one KV head) of the batch
+  int max_row_tiles = 0;  // ceil(max_rows / 64): v1's grid extent
+  PrefillKernel kernel = PrefillKernel::kV2x2;  // may be overridden after planning
 };
 
 // query_start: the step's host copy (ForwardBatch::query_start, [num_seqs + 1]).

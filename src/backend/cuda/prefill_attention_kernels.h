@@ -1,0 +1,19 @@
+// Internal to prefill_attention.cu: the launchers of the prefill kernel variants, each in its own
+// .cu file. The caller has validated `p` (geometry, block size) and the plan.
+#pragma once
+
+#include "backend/cuda/attention_params.h"
+#include "backend/cuda/prefill_attention.h"
+#include "base/status.h"
+
+namespace folio::cuda::prefill_detail {
+
+// v1: wmma, O accumulator in shared memory, 64 rows x 64 keys per step; head_dim 64 or 128.
+Status launch_v1(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
+// v2: mma.sync m16n8k16 flash-attention-2, O and the softmax state in registers, cp.async double
+// buffered K/V tiles. rows_per_warp 16 or 32 (kV2 / kV2x2); any head_dim % 8 == 0 in [8, 256].
+Status launch_v2(const PagedAttentionParams& p, const PrefillPlan& plan, int rows_per_warp,
+                 void* stream);
+
+}  // namespace folio::cuda::prefill_detail
