@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include "attention_test_util.h"
 
 namespace folio::cuda {
@@ -152,6 +154,32 @@ TEST(DecodeAttentionPlanTest, RejectsUnsupportedShapes) {
   EXPECT_EQ(split->max_partitions, 4);
   EXPECT_EQ(split->workspace_bytes, sizeof(float) * 8 * 4 * (128 + 2));
   EXPECT_TRUE(plan_decode_attention(ctx, 4, 2, 16, 132).ok());  // the tiny model
+}
+
+// FOLIO_DECODE_KERNEL picks the default kernel; v1 falls back to v2 for head dims it lacks.
+TEST(DecodeAttentionPlanTest, KernelFromEnvironment) {
+  const std::vector<int32_t> ctx = {100};
+  auto kernel_for = [&](const char* env, int head_dim) -> Result<DecodeKernel> {
+    if (env)
+      setenv("FOLIO_DECODE_KERNEL", env, 1);
+    else
+      unsetenv("FOLIO_DECODE_KERNEL");
+    auto plan = plan_decode_attention(ctx, 8, 2, head_dim, 132);
+    unsetenv("FOLIO_DECODE_KERNEL");
+    if (!plan.ok()) return plan.status();
+    return plan->kernel;
+  };
+  EXPECT_EQ(*kernel_for(nullptr, 128), DecodeKernel::kV2);
+  EXPECT_EQ(*kernel_for("v2", 128), DecodeKernel::kV2);
+  EXPECT_EQ(*kernel_for("v1", 128), DecodeKernel::kV1);
+  EXPECT_EQ(*kernel_for("v1", 16), DecodeKernel::kV2);
+  EXPECT_EQ(kernel_for("v3", 128).status().code(), StatusCode::kInvalidArgument);
+  // An explicit kernel wins over the environment.
+  setenv("FOLIO_DECODE_KERNEL", "v1", 1);
+  auto plan = plan_decode_attention(ctx, 8, 2, 128, 132, 0, DecodeKernel::kV2);
+  unsetenv("FOLIO_DECODE_KERNEL");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->kernel, DecodeKernel::kV2);
 }
 
 // A bounded plan depends only on (num_seqs, bound, shape, num_sms): the same for any lengths.
