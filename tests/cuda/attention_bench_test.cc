@@ -119,9 +119,10 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
   fill_random(vc->data(), vc->bytes(), rng);
   fill_random(q->data(), q->bytes(), rng);
   std::printf("device: %s, %d SMs\n", info->name.c_str(), info->num_sms);
-  // K1: both decode kernels on each shape with page 16 and page 1 (token mode); for v2 also the
-  // CUDA-graph plan (bounded by 16384 tokens, the blocks past each length return at once) and a
-  // sweep of partition sizes around the planner's choice.
+  // K1: both decode kernels on each shape with page 16 and page 1 (token mode); for v2 also one
+  // 16-byte vector per lane instead of two (DecodePlan::lane_vectors), the CUDA-graph plan
+  // (bounded by 16384 tokens: the blocks past each length return at once), and a sweep of
+  // partition sizes around the planner's choice.
   struct D {
     int batch, ctx;
   };
@@ -149,6 +150,9 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         report(k == DecodeKernel::kV1 ? "v1" : "v2", *plan);
         if (k == DecodeKernel::kV1) continue;
+        DecodePlan narrow = *plan;
+        narrow.lane_vectors = 1;
+        report("v2 lanes1", narrow);
         auto bounded = plan_decode_attention_bounded(c.batch, 16384, kHeads, kKvHeads, kDim,
                                                      info->num_sms, 0, k);
         ASSERT_TRUE(bounded.ok()) << bounded.status().to_string();

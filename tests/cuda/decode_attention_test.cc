@@ -22,13 +22,15 @@ struct DecodeCase {
   int heads, kv_heads, head_dim, block_size;
   int partition_size;  // 0: the planner's choice
   DecodeKernel kernel = DecodeKernel::kV2;
+  int lane_vectors = 0;  // DecodePlan::lane_vectors (v2)
 };
 
 std::string name(const DecodeCase& c) {
   return std::string(dtype_name(c.dt)) + "_h" + std::to_string(c.heads) + "_kv" +
          std::to_string(c.kv_heads) + "_d" + std::to_string(c.head_dim) + "_bs" +
          std::to_string(c.block_size) + "_p" + std::to_string(c.partition_size) +
-         (c.kernel == DecodeKernel::kV1 ? "_v1" : "_v2");
+         (c.kernel == DecodeKernel::kV1 ? "_v1" : "_v2") +
+         (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "");
 }
 
 void PrintTo(const DecodeCase& c, std::ostream* os) {
@@ -61,6 +63,7 @@ class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {
     auto plan = plan_decode_attention(prob.context_lens, c.heads, c.kv_heads, c.head_dim,
                                       /*num_sms=*/132, c.partition_size, c.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    plan->lane_vectors = c.lane_vectors;
     check(prob, *plan, name(c));
   }
 };
@@ -96,6 +99,11 @@ std::vector<DecodeCase> cases() {
   std::vector<DecodeCase> out;
   for (DecodeCase c : base) {
     out.push_back(c);
+    if (c.head_dim >= 128 && c.heads / c.kv_heads <= 4) {  // v2 picks 2 vectors per lane here
+      DecodeCase narrow = c;
+      narrow.lane_vectors = 1;
+      out.push_back(narrow);
+    }
     if ((c.head_dim == 64 || c.head_dim == 128) && c.block_size != 3) {
       c.kernel = DecodeKernel::kV1;
       out.push_back(c);
@@ -112,11 +120,13 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
   struct L {
     int block_size, partition_size;
     DecodeKernel kernel;
+    int lane_vectors = 0;
   };
-  // 4096 and 16384: partitions of several 1024-token slot tiles (v2 double-buffers them).
+  // 2048..16384: partitions of several 1024-token slot tiles (v2 double-buffers them).
   for (L c :
        {L{16, 0, DecodeKernel::kV2}, L{1, 0, DecodeKernel::kV2}, L{16, 4096, DecodeKernel::kV2},
-        L{1, 16384, DecodeKernel::kV2}, L{16, 0, DecodeKernel::kV1}, L{1, 0, DecodeKernel::kV1}}) {
+        L{1, 16384, DecodeKernel::kV2}, L{8, 2048, DecodeKernel::kV2, 1},
+        L{16, 0, DecodeKernel::kV1}, L{1, 0, DecodeKernel::kV1}}) {
     std::mt19937 rng(c.block_size + c.partition_size);
     AttentionProblem prob(DType::kBF16, 8, 2, 128, c.block_size,
                           {{16411, 1}, {20000, 1}, {5, 1}, {2049, 1}}, rng);
@@ -124,9 +134,11 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
         plan_decode_attention(prob.context_lens, 8, 2, 128, 132, c.partition_size, c.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     EXPECT_GT(plan->max_partitions, 1);
+    plan->lane_vectors = c.lane_vectors;
     check(prob, *plan,
-          "block_size " + std::to_string(c.block_size) +
-              (c.kernel == DecodeKernel::kV1 ? " v1" : " v2"));
+          "block_size " + std::to_string(c.block_size) + " partition " +
+              std::to_string(c.partition_size) + (c.kernel == DecodeKernel::kV1 ? " v1" : " v2") +
+              " lane_vectors " + std::to_string(c.lane_vectors));
   }
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kSteps = 2;    // tokens per lane group per pipeline stage (U)
+constexpr int kChunks = 2;   // 16-byte K (and V) chunks per thread per pipeline stage
 constexpr int kStages = 4;   // cp.async ring depth: kStages - 1 iterations in flight
 constexpr int kTile = 1024;  // slot ids staged per tile; two tiles double-buffered
 constexpr float kLog2e = 1.4426950408889634f;
@@ -73,12 +73,12 @@ __device__ __forceinline__ void unpack8(const uint4& r, float (&f)[8]) {
   }
 }
 
-// Shared memory: a ring of [kStages][K, V][kSteps][kThreads] 16-byte chunks (each thread reads
+// Shared memory: a ring of [kStages][K, V][kChunks][kThreads] 16-byte chunks (each thread reads
 // back only what it copied, so the ring needs no block barrier), reused after the loop for the
 // cross-warp reduction [kWarps][GC][D]; then per-warp max and sum [kWarps][GC] each, then the
 // slot ids [2][kTile].
 __host__ __device__ constexpr int ring_bytes() {
-  return kStages * 2 * kSteps * kThreads * 16;
+  return kStages * 2 * kChunks * kThreads * 16;
 }
 __host__ __device__ inline int main_bytes(int gc, int d) {
   const int red = kWarps * gc * d * 4;
@@ -89,14 +89,20 @@ __host__ __device__ inline int smem_bytes(int gc, int d) {
 }
 
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads. A token's row of
-// D elements is read by a lane group of TG (a power of two >= D / 8) lanes, 16 bytes each (lanes
-// past D / 8 idle), so a warp reads TPW = 32 / TG tokens per step, kSteps steps per iteration.
-// Every lane group keeps its own online-softmax state (max m, sum l, unnormalised acc) over its
-// tokens; the groups of a warp merge by shuffles, the warps through shared memory.
-template <typename T, int TG, int GC>
-__global__ void __launch_bounds__(kThreads) decode_v2_kernel(V2Args<T> a) {
+// D elements (D / 8 16-byte vectors) is read by a lane group of TG lanes (a power of two), VPL
+// vectors each: lane lig owns vectors v * TG + lig (those past D / 8 idle). A warp reads
+// TPW = 32 / TG tokens per step, STEPS steps per iteration (each thread moves kChunks 16-byte
+// chunks of K and of V per iteration). VPL 2 halves the shuffles and exponentials per byte (its
+// q and accumulators take twice the registers). Every lane group keeps its own online-softmax
+// state (max m, sum l, unnormalised acc) over its tokens; the groups of a warp merge by
+// shuffles, the warps through shared memory.
+template <typename T, int TG, int GC, int VPL>
+__global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V2Args<T> a) {
+  static_assert(kChunks % VPL == 0, "a stage holds whole rows per lane");
+  constexpr int E = 8 * VPL;  // elements per lane per row
+  constexpr int STEPS = kChunks / VPL;
   constexpr int TPW = 32 / TG;
-  constexpr int TI = kWarps * TPW * kSteps;  // tokens per block iteration
+  constexpr int TI = kWarps * TPW * STEPS;  // tokens per block iteration
   static_assert(kTile % TI == 0 && TI * (kStages - 1) <= kTile, "issue runs <= 1 tile ahead");
   extern __shared__ __align__(16) unsigned char smem[];
   const int D = a.head_dim;
@@ -122,7 +128,9 @@ __global__ void __launch_bounds__(kThreads) decode_v2_kernel(V2Args<T> a) {
   const int32_t* table = a.block_table + a.block_table_start[s];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int lig = lane % TG, tiw = lane / TG;
-  const bool lane_on = lig * 8 < D;
+  bool on[VPL];  // which of this lane's vectors lie inside the row
+#pragma unroll
+  for (int v = 0; v < VPL; ++v) on[v] = (v * TG + lig) * 8 < D;
 
   // Slot ids of partition tokens [tile * kTile, +kTile) into buffer tile % 2.
   auto fill_tile = [&](int tile) {
@@ -137,49 +145,56 @@ __global__ void __launch_bounds__(kThreads) decode_v2_kernel(V2Args<T> a) {
   fill_tile(0);
   if (n > kTile) fill_tile(1);
 
-  float q[GC][8];  // pre-scaled by scale * log2(e)
+  float q[GC][E];  // pre-scaled by scale * log2(e)
 #pragma unroll
   for (int g = 0; g < GC; ++g) {
-    if (g < gcount && lane_on) {
-      const T* src = a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + g) * D + lig * 8;
-      unpack8<T>(*reinterpret_cast<const uint4*>(src), q[g]);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) q[g][j] *= a.scale_log2;
-    } else {
+    for (int v = 0; v < VPL; ++v) {
+      float* qv = q[g] + 8 * v;
+      if (g < gcount && on[v]) {
+        const T* src =
+            a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + g) * D + (v * TG + lig) * 8;
+        float f[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(src), f);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) q[g][j] = 0.f;
+        for (int j = 0; j < 8; ++j) qv[j] = f[j] * a.scale_log2;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qv[j] = 0.f;
+      }
     }
   }
   __syncthreads();
 
   const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * D;
   const int64_t head_off = static_cast<int64_t>(kvh) * D + lig * 8;
-  auto token = [&](int it, int u) { return it * TI + (warp * kSteps + u) * TPW + tiw; };
+  auto token = [&](int it, int u) { return it * TI + (warp * STEPS + u) * TPW + tiw; };
+  // Ring chunk c = u * VPL + v of a stage holds step u's vector v; V's chunks follow K's.
   auto issue = [&](int it) {
-    uint4* st = ring + (it % kStages) * (2 * kSteps * kThreads) + tid;
+    uint4* st = ring + (it % kStages) * (2 * kChunks * kThreads) + tid;
 #pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
+    for (int u = 0; u < STEPS; ++u) {
       const int t = token(it, u);
-      const bool ok = lane_on && t < n;
-      const T* ksrc = a.k_cache;
-      const T* vsrc = a.v_cache;
-      if (ok) {
-        const int64_t off = slots[((t / kTile) & 1) * kTile + t % kTile] * slot_stride + head_off;
-        ksrc += off;
-        vsrc += off;
+      const bool ok = t < n;
+      int64_t off = head_off;
+      if (ok) off += slots[((t / kTile) & 1) * kTile + t % kTile] * slot_stride;
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) {
+        const bool fill = ok && on[v];
+        const int64_t o = fill ? off + v * TG * 8 : 0;  // zero fill reads nothing
+        cp_async16(st + (u * VPL + v) * kThreads, a.k_cache + o, fill);
+        cp_async16(st + (kChunks + u * VPL + v) * kThreads, a.v_cache + o, fill);
       }
-      cp_async16(st + u * kThreads, ksrc, ok);
-      cp_async16(st + (kSteps + u) * kThreads, vsrc, ok);
     }
   };
 
-  float m[GC], l[GC], acc[GC][8];
+  float m[GC], l[GC], acc[GC][E];
 #pragma unroll
   for (int g = 0; g < GC; ++g) {
     m[g] = kNoMax;
     l[g] = 0.f;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[g][j] = 0.f;
+    for (int j = 0; j < E; ++j) acc[g][j] = 0.f;
   }
 
   const int iters = (n + TI - 1) / TI;  // block-uniform, so every loop below is warp-uniform
@@ -202,18 +217,19 @@ __global__ void __launch_bounds__(kThreads) decode_v2_kernel(V2Args<T> a) {
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this thread's copies for iteration `it` have landed
 
-    const uint4* st = ring + (it % kStages) * (2 * kSteps * kThreads) + tid;
-    float sc[kSteps][GC];
+    const uint4* st = ring + (it % kStages) * (2 * kChunks * kThreads) + tid;
+    float sc[STEPS][GC];
 #pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      float kf[8];
-      unpack8<T>(st[u * kThreads], kf);
+    for (int u = 0; u < STEPS; ++u) {
+      float kf[VPL][8];
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) unpack8<T>(st[(u * VPL + v) * kThreads], kf[v]);
       const bool valid = token(it, u) < n;
 #pragma unroll
       for (int g = 0; g < GC; ++g) {
         float dot = 0.f;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) dot = fmaf(q[g][j], kf[j], dot);
+        for (int j = 0; j < E; ++j) dot = fmaf(q[g][j], kf[j / 8][j % 8], dot);
 #pragma unroll
         for (int o = TG / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
         sc[u][g] = valid ? dot : -INFINITY;
@@ -223,25 +239,26 @@ __global__ void __launch_bounds__(kThreads) decode_v2_kernel(V2Args<T> a) {
     for (int g = 0; g < GC; ++g) {
       float mx = m[g];
 #pragma unroll
-      for (int u = 0; u < kSteps; ++u) mx = fmaxf(mx, sc[u][g]);
+      for (int u = 0; u < STEPS; ++u) mx = fmaxf(mx, sc[u][g]);
       if (mx > m[g]) {  // rescale only when the max grows (rarer as the partition goes on)
         const float alpha = fast_exp2(m[g] - mx);
         m[g] = mx;
         l[g] *= alpha;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[g][j] *= alpha;
+        for (int j = 0; j < E; ++j) acc[g][j] *= alpha;
       }
     }
 #pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      float vf[8];
-      unpack8<T>(st[(kSteps + u) * kThreads], vf);
+    for (int u = 0; u < STEPS; ++u) {
+      float vf[VPL][8];
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) unpack8<T>(st[(kChunks + u * VPL + v) * kThreads], vf[v]);
 #pragma unroll
       for (int g = 0; g < GC; ++g) {
         const float p = fast_exp2(sc[u][g] - m[g]);
         l[g] += p;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[g][j] = fmaf(p, vf[j], acc[g][j]);
+        for (int j = 0; j < E; ++j) acc[g][j] = fmaf(p, vf[j / 8][j % 8], acc[g][j]);
       }
     }
   }
@@ -258,23 +275,27 @@ __global__ void __launch_bounds__(kThreads) decode_v2_kernel(V2Args<T> a) {
       m[g] = mw;
       l[g] *= f;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc[g][j] *= f;
+      for (int j = 0; j < E; ++j) acc[g][j] *= f;
 #pragma unroll
       for (int o = TG; o < 32; o <<= 1) {
         l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], o);
+        for (int j = 0; j < E; ++j) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], o);
       }
     }
   }
   __syncthreads();  // every warp is done with the ring
-  if (tiw == 0 && lane_on) {
+  if (tiw == 0) {
 #pragma unroll
-    for (int g = 0; g < GC; ++g) {
-      float4* dst = reinterpret_cast<float4*>(red + (warp * GC + g) * D + lig * 8);
-      dst[0] = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
-      dst[1] = make_float4(acc[g][4], acc[g][5], acc[g][6], acc[g][7]);
-    }
+    for (int g = 0; g < GC; ++g)
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) {
+        if (!on[v]) continue;
+        const float* x = acc[g] + 8 * v;
+        float4* dst = reinterpret_cast<float4*>(red + (warp * GC + g) * D + (v * TG + lig) * 8);
+        dst[0] = make_float4(x[0], x[1], x[2], x[3]);
+        dst[1] = make_float4(x[4], x[5], x[6], x[7]);
+      }
   }
   if (lane == 0) {
 #pragma unroll
@@ -337,10 +358,11 @@ __global__ void decode_v2_merge_kernel(V2Args<T> a) {
   }
 }
 
-template <typename T, int TG, int GC>
+template <typename T, int TG, int GC, int VPL>
 Status launch(const V2Args<T>& a, int num_seqs, void* stream) {
   const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
-  decode_v2_kernel<T, TG, GC><<<grid, kThreads, smem_bytes(GC, a.head_dim), as_stream(stream)>>>(a);
+  decode_v2_kernel<T, TG, GC, VPL>
+      <<<grid, kThreads, smem_bytes(GC, a.head_dim), as_stream(stream)>>>(a);
   FOLIO_RETURN_IF_ERROR(launch_status("decode_v2_kernel"));
   if (a.max_partitions > 1) {
     const int threads = (a.head_dim + 31) / 32 * 32;
@@ -350,18 +372,37 @@ Status launch(const V2Args<T>& a, int num_seqs, void* stream) {
   return Status();
 }
 
+// One vector per lane.
 template <typename T, int TG>
 Status launch_tg(const V2Args<T>& a, int num_seqs, int gc, void* stream) {
   switch (gc) {
     case 1:
-      return launch<T, TG, 1>(a, num_seqs, stream);
+      return launch<T, TG, 1, 1>(a, num_seqs, stream);
     case 2:
-      return launch<T, TG, 2>(a, num_seqs, stream);
+      return launch<T, TG, 2, 1>(a, num_seqs, stream);
     case 4:
-      return launch<T, TG, 4>(a, num_seqs, stream);
+      return launch<T, TG, 4, 1>(a, num_seqs, stream);
     default:
-      return launch<T, TG, 8>(a, num_seqs, stream);
+      return launch<T, TG, 8, 1>(a, num_seqs, stream);
   }
+}
+
+// Two vectors per lane (rows of 16..32 vectors, at most 4 q heads per block: with 8 the
+// registers would spill).
+template <typename T, int TG>
+Status launch_tg_wide(const V2Args<T>& a, int num_seqs, int gc, void* stream) {
+  switch (gc) {
+    case 1:
+      return launch<T, TG, 1, 2>(a, num_seqs, stream);
+    case 2:
+      return launch<T, TG, 2, 2>(a, num_seqs, stream);
+    default:
+      return launch<T, TG, 4, 2>(a, num_seqs, stream);
+  }
+}
+
+bool v2_wide_lanes(const DecodePlan& plan, int head_dim, int gc) {
+  return plan.lane_vectors != 1 && head_dim / 8 >= 16 && gc <= 4;
 }
 
 }  // namespace
@@ -391,7 +432,12 @@ Status launch_decode_v2(const PagedAttentionParams& p, const DecodePlan& plan,
     a.partition_size = plan.partition_size;
     a.max_partitions = plan.max_partitions;
     a.scale_log2 = p.scale * kLog2e;
-    const int vecs = p.head_dim / 8;  // 16-byte chunks per row: the lane group is the next pow2
+    const int vecs = p.head_dim / 8;            // 16-byte vectors per row
+    if (v2_wide_lanes(plan, p.head_dim, gc)) {  // lane group: next power of two of vecs / 2
+      if (vecs <= 16) return launch_tg_wide<T, 8>(a, p.num_seqs, gc, stream);
+      return launch_tg_wide<T, 16>(a, p.num_seqs, gc, stream);
+    }
+    // One vector per lane: the lane group is the next power of two of vecs.
     if (vecs <= 1) return launch_tg<T, 1>(a, p.num_seqs, gc, stream);
     if (vecs <= 2) return launch_tg<T, 2>(a, p.num_seqs, gc, stream);
     if (vecs <= 4) return launch_tg<T, 4>(a, p.num_seqs, gc, stream);
