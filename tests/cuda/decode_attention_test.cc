@@ -207,10 +207,16 @@ TEST(DecodeAttentionPlanTest, BoundedPlanIgnoresLengths) {
     EXPECT_EQ(a->max_context_len, 8192);
     EXPECT_GE(static_cast<int64_t>(a->partition_size) * a->max_partitions, 8192);
   }
-  // b1 x 8192 splits to fill the SMs.
+  // b1 x 8192 splits to fill the SMs (v2: one wave of at most 3 blocks per SM).
   auto b1 = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132);
   ASSERT_TRUE(b1.ok());
-  EXPECT_GE(int64_t{8} * b1->max_partitions, 2 * 132);
+  EXPECT_GE(int64_t{8} * b1->max_partitions, 132);
+  EXPECT_LE(int64_t{8} * b1->max_partitions, 3 * 132);
+  // b128 x 2048 fills the GPU without a split (no merge kernel).
+  auto b128 = plan_decode_attention(std::vector<int32_t>(128, 2048), 32, 8, 128, 132);
+  ASSERT_TRUE(b128.ok());
+  EXPECT_EQ(b128->max_partitions, 1);
+  EXPECT_EQ(b128->workspace_bytes, 0u);
 }
 
 // CUDA-graph use: a graph captured once around decode_attention with a bounded plan, replayed

@@ -15,8 +15,8 @@ constexpr int kMinPartition = 32;
 constexpr int kV1MaxPartition = 512;    // v1 keeps a partition's scores in shared memory
 constexpr int kV2MaxPartition = 16384;  // v2 streams any length; this bounds the search
 constexpr int kMinAutoPartition = 64;   // below this, block setup outweighs the tokens
-constexpr int kV1BlocksPerSm = 2;       // the auto split stops once the grid has this many
-constexpr int kV2BlocksPerSm = 3;       // blocks per SM (about one resident wave)
+constexpr int kV1BlocksPerSm = 2;       // v1: split until the grid has this many blocks per SM
+constexpr int kV2BlocksPerSm = 3;       // v2: resident blocks per SM (registers: 3 or 4)
 
 bool v1_supports(int head_dim) {
   return head_dim == 64 || head_dim == 128;
@@ -62,10 +62,18 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
   int p = partition_size;
   if (p == 0) {
     // Split finer (flash-decoding) until the grid has about a resident wave of blocks.
-    const int64_t target =
-        static_cast<int64_t>(k == DecodeKernel::kV1 ? kV1BlocksPerSm : kV2BlocksPerSm) * num_sms;
     p = max_p;
-    while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p) < target)) p /= 2;
+    if (k == DecodeKernel::kV1) {
+      // Split finer (flash-decoding) until the grid has kV1BlocksPerSm blocks per SM.
+      const int64_t target = int64_t{kV1BlocksPerSm} * num_sms;
+      while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p) < target)) p /= 2;
+    } else {
+      // The finest split whose grid still fits one resident wave: a second, partial wave of
+      // short blocks costs more than longer blocks (each keeps 3 iterations of loads in flight).
+      // Large batches fill the GPU unsplit and skip the merge.
+      const int64_t wave = int64_t{kV2BlocksPerSm} * num_sms;
+      while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p / 2) <= wave)) p /= 2;
+    }
   }
   const int64_t max_parts = std::max<int64_t>(1, (static_cast<int64_t>(max_len) + p - 1) / p);
   if (max_parts > 65535) return invalid_argument("decode plan: context too long for the split");
