@@ -1,8 +1,15 @@
-// Paged decode attention (flash-decoding split + reduce) against the CPU reference: bf16/fp16,
-// head_dim 64/128, MHA/GQA/MQA and odd head counts, block sizes 1/8/16/32 with partial last
-// blocks, forced small partitions, and contexts past 16k tokens.
-#include "attention_test_util.h"
+// Paged decode attention (flash-decoding split + merge) against the CPU reference, both kernels
+// (v2, and v1 where it applies): bf16/fp16, head_dim 8..256 (16 is the tiny test model's, 80 and
+// 96 have lane groups with idle lanes), MHA/GQA 4/8/MQA and odd head counts, block sizes
+// 1/3/8/16/32 with partial last blocks, forced small and multi-tile partitions, contexts past 16k
+// tokens, and CUDA-graph replays of a bounded plan with new lengths and block tables.
 #include "backend/cuda/decode_attention.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+
+#include "attention_test_util.h"
 
 namespace folio::cuda {
 namespace {
@@ -14,76 +21,142 @@ struct DecodeCase {
   DType dt;
   int heads, kv_heads, head_dim, block_size;
   int partition_size;  // 0: the planner's choice
+  DecodeKernel kernel = DecodeKernel::kV2;
+  int lane_vectors = 0;  // DecodePlan::lane_vectors (v2)
 };
 
 std::string name(const DecodeCase& c) {
   return std::string(dtype_name(c.dt)) + "_h" + std::to_string(c.heads) + "_kv" +
          std::to_string(c.kv_heads) + "_d" + std::to_string(c.head_dim) + "_bs" +
-         std::to_string(c.block_size) + "_p" + std::to_string(c.partition_size);
+         std::to_string(c.block_size) + "_p" + std::to_string(c.partition_size) +
+         (c.kernel == DecodeKernel::kV1 ? "_v1" : "_v2") +
+         (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "");
+}
+
+void PrintTo(const DecodeCase& c, std::ostream* os) {
+  *os << name(c);
+}
+
+// Runs decode_attention on `prob` with `plan` twice (the plan is reused by every layer: the
+// second run, into a re-poisoned output, must agree).
+void check(AttentionProblem& prob, const DecodePlan& plan, const std::string& what) {
+  auto ws = DeviceBuffer::allocate(plan.workspace_bytes);
+  ASSERT_TRUE(ws.ok());
+  const double tol = testing::attention_tol(prob.dt);
+  FOLIO_ASSERT_OK(decode_attention(prob.params(), plan, ws->data(), nullptr));
+  FOLIO_ASSERT_OK(synchronize());
+  EXPECT_LT(prob.error(), tol) << what << ", partition " << plan.partition_size << " x "
+                               << plan.max_partitions;
+  prob.dout.poison();
+  FOLIO_ASSERT_OK(decode_attention(prob.params(), plan, ws->data(), nullptr));
+  EXPECT_LT(prob.error(), tol) << what << ", second run";
 }
 
 class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {
  protected:
   void SetUp() override { FOLIO_REQUIRE_GPU(); }
 
-  void run(const std::vector<SeqSpec>& seqs, int partition_size) {
+  void run(const std::vector<SeqSpec>& seqs) {
     const DecodeCase& c = GetParam();
-    std::mt19937 rng(7 + c.heads * 31 + c.block_size);
+    std::mt19937 rng(7 + c.heads * 31 + c.block_size + c.head_dim);
     AttentionProblem prob(c.dt, c.heads, c.kv_heads, c.head_dim, c.block_size, seqs, rng);
     auto plan = plan_decode_attention(prob.context_lens, c.heads, c.kv_heads, c.head_dim,
-                                      /*num_sms=*/132, partition_size);
+                                      /*num_sms=*/132, c.partition_size, c.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-    auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
-    ASSERT_TRUE(ws.ok());
-    FOLIO_ASSERT_OK(decode_attention(prob.params(), *plan, ws->data(), nullptr));
-    FOLIO_ASSERT_OK(synchronize());
-    EXPECT_LT(prob.error(), testing::attention_tol(c.dt))
-        << "partition " << plan->partition_size << " x " << plan->max_partitions;
-    // The plan is reused by every layer: a second run into a re-poisoned output must agree.
-    prob.dout.poison();
-    FOLIO_ASSERT_OK(decode_attention(prob.params(), *plan, ws->data(), nullptr));
-    EXPECT_LT(prob.error(), testing::attention_tol(c.dt)) << "second run";
+    plan->lane_vectors = c.lane_vectors;
+    check(prob, *plan, name(c));
   }
 };
 
 TEST_P(DecodeAttentionTest, MixedContextLengths) {
-  run({{1, 1}, {17, 1}, {33, 1}, {1000, 1}, {2049, 1}, {130, 1}}, GetParam().partition_size);
+  run({{1, 1}, {17, 1}, {33, 1}, {1000, 1}, {2049, 1}, {130, 1}});
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, DecodeAttentionTest,
-    ::testing::Values(DecodeCase{DType::kBF16, 32, 8, 128, 16, 0},   // llama3-8B shape
-                      DecodeCase{DType::kBF16, 32, 8, 128, 16, 64},  // forced split + reduce
-                      DecodeCase{DType::kFP16, 7, 7, 64, 1, 0},      // MHA, odd heads, token mode
-                      DecodeCase{DType::kBF16, 12, 1, 128, 8, 32},   // MQA: 12 heads in 2 chunks
-                      DecodeCase{DType::kFP16, 6, 2, 64, 32, 128},   // group of 3
-                      DecodeCase{DType::kBF16, 40, 8, 64, 1, 0},     // group of 5, token mode
-                      DecodeCase{DType::kFP16, 16, 4, 128, 16, 0}),
-    [](const auto& info) { return name(info.param); });
+TEST_P(DecodeAttentionTest, OddLengthsAroundPartitionEdges) {
+  run({{31, 1}, {32, 1}, {65, 1}, {1023, 1}, {1025, 1}, {7, 1}, {3, 1}});
+}
+
+std::vector<DecodeCase> cases() {
+  const std::vector<DecodeCase> base = {
+      {DType::kBF16, 32, 8, 128, 16, 0},   // llama3-8B shape
+      {DType::kBF16, 32, 8, 128, 16, 64},  // forced split + merge
+      {DType::kFP16, 7, 7, 64, 1, 0},      // MHA, odd heads, token mode
+      {DType::kBF16, 12, 1, 128, 8, 32},   // MQA: 12 heads in 2 chunks
+      {DType::kFP16, 6, 2, 64, 32, 128},   // group of 3
+      {DType::kBF16, 40, 8, 64, 1, 0},     // group of 5, token mode
+      {DType::kFP16, 16, 4, 128, 16, 0},
+      {DType::kBF16, 64, 8, 128, 16, 0},   // group of 8 (llama-70B shape)
+      {DType::kBF16, 4, 2, 16, 16, 0},     // the tiny test model
+      {DType::kFP16, 6, 3, 16, 1, 32},     // head_dim 16, token mode, split
+      {DType::kBF16, 10, 2, 80, 8, 32},    // head_dim 80: 10 of 16 lanes per row
+      {DType::kFP16, 5, 5, 80, 3, 0},      // odd block size
+      {DType::kBF16, 12, 4, 96, 16, 128},  // head_dim 96
+      {DType::kBF16, 8, 1, 256, 32, 0},    // head_dim 256, MQA
+      {DType::kFP16, 16, 2, 256, 16, 64},  // head_dim 256, group of 8, split
+      {DType::kBF16, 3, 1, 32, 8, 0},      // head_dim 32, group of 3
+      {DType::kBF16, 2, 1, 8, 16, 32},     // head_dim 8: 32 tokens per warp step
+  };
+  std::vector<DecodeCase> out;
+  for (DecodeCase c : base) {
+    out.push_back(c);
+    if (c.head_dim >= 128 && c.heads / c.kv_heads <= 4) {  // v2 picks 2 vectors per lane here
+      DecodeCase narrow = c;
+      narrow.lane_vectors = 1;
+      out.push_back(narrow);
+    }
+    if ((c.head_dim == 64 || c.head_dim == 128) && c.block_size != 3) {
+      c.kernel = DecodeKernel::kV1;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return name(info.param); });
 
 TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
   FOLIO_REQUIRE_GPU();
-  for (int block_size : {16, 1}) {
-    std::mt19937 rng(block_size);
-    AttentionProblem prob(DType::kBF16, 8, 2, 128, block_size, {{16411, 1}, {20000, 1}, {5, 1}},
-                          rng);
-    auto plan = plan_decode_attention(prob.context_lens, 8, 2, 128, 132);
+  struct L {
+    int block_size, partition_size;
+    DecodeKernel kernel;
+    int lane_vectors = 0;
+  };
+  // 2048..16384: partitions of several 1024-token slot tiles (v2 double-buffers them).
+  for (L c :
+       {L{16, 0, DecodeKernel::kV2}, L{1, 0, DecodeKernel::kV2}, L{16, 4096, DecodeKernel::kV2},
+        L{1, 16384, DecodeKernel::kV2}, L{8, 2048, DecodeKernel::kV2, 1},
+        L{16, 0, DecodeKernel::kV1}, L{1, 0, DecodeKernel::kV1}}) {
+    std::mt19937 rng(c.block_size + c.partition_size);
+    AttentionProblem prob(DType::kBF16, 8, 2, 128, c.block_size,
+                          {{16411, 1}, {20000, 1}, {5, 1}, {2049, 1}}, rng);
+    auto plan =
+        plan_decode_attention(prob.context_lens, 8, 2, 128, 132, c.partition_size, c.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     EXPECT_GT(plan->max_partitions, 1);
-    auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
-    ASSERT_TRUE(ws.ok());
-    FOLIO_ASSERT_OK(decode_attention(prob.params(), *plan, ws->data(), nullptr));
-    EXPECT_LT(prob.error(), testing::attention_tol(DType::kBF16)) << "block_size " << block_size;
+    plan->lane_vectors = c.lane_vectors;
+    check(prob, *plan,
+          "block_size " + std::to_string(c.block_size) + " partition " +
+              std::to_string(c.partition_size) + (c.kernel == DecodeKernel::kV1 ? " v1" : " v2") +
+              " lane_vectors " + std::to_string(c.lane_vectors));
   }
 }
 
 // Shape errors come back as Status before any GPU work (runs without a GPU too).
 TEST(DecodeAttentionPlanTest, RejectsUnsupportedShapes) {
   const std::vector<int32_t> ctx = {10, 20};
-  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 96, 132).status().code(), StatusCode::kUnimplemented);
+  for (int hd : {0, 4, 100, 264})
+    EXPECT_EQ(plan_decode_attention(ctx, 8, 2, hd, 132).status().code(), StatusCode::kUnimplemented)
+        << hd;
+  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 80, 132, 0, DecodeKernel::kV1).status().code(),
+            StatusCode::kUnimplemented);
   EXPECT_EQ(plan_decode_attention(ctx, 8, 3, 128, 132).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 128, 132, 100).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 128, 132, 1024, DecodeKernel::kV1).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan_decode_attention_bounded(2, -1, 8, 2, 128, 132).status().code(),
             StatusCode::kInvalidArgument);
   auto plan = plan_decode_attention(ctx, 8, 2, 128, 132, 32);
   ASSERT_TRUE(plan.ok());
@@ -92,6 +165,118 @@ TEST(DecodeAttentionPlanTest, RejectsUnsupportedShapes) {
   ASSERT_TRUE(split.ok());
   EXPECT_EQ(split->max_partitions, 4);
   EXPECT_EQ(split->workspace_bytes, sizeof(float) * 8 * 4 * (128 + 2));
+  EXPECT_TRUE(plan_decode_attention(ctx, 4, 2, 16, 132).ok());  // the tiny model
+}
+
+// FOLIO_DECODE_KERNEL picks the default kernel; v1 falls back to v2 for head dims it lacks.
+TEST(DecodeAttentionPlanTest, KernelFromEnvironment) {
+  const std::vector<int32_t> ctx = {100};
+  auto kernel_for = [&](const char* env, int head_dim) -> Result<DecodeKernel> {
+    if (env)
+      setenv("FOLIO_DECODE_KERNEL", env, 1);
+    else
+      unsetenv("FOLIO_DECODE_KERNEL");
+    auto plan = plan_decode_attention(ctx, 8, 2, head_dim, 132);
+    unsetenv("FOLIO_DECODE_KERNEL");
+    if (!plan.ok()) return plan.status();
+    return plan->kernel;
+  };
+  EXPECT_EQ(*kernel_for(nullptr, 128), DecodeKernel::kV2);
+  EXPECT_EQ(*kernel_for("v2", 128), DecodeKernel::kV2);
+  EXPECT_EQ(*kernel_for("v1", 128), DecodeKernel::kV1);
+  EXPECT_EQ(*kernel_for("v1", 16), DecodeKernel::kV2);
+  EXPECT_EQ(kernel_for("v3", 128).status().code(), StatusCode::kInvalidArgument);
+  // An explicit kernel wins over the environment.
+  setenv("FOLIO_DECODE_KERNEL", "v1", 1);
+  auto plan = plan_decode_attention(ctx, 8, 2, 128, 132, 0, DecodeKernel::kV2);
+  unsetenv("FOLIO_DECODE_KERNEL");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->kernel, DecodeKernel::kV2);
+}
+
+// A bounded plan depends only on (num_seqs, bound, shape, num_sms): the same for any lengths.
+TEST(DecodeAttentionPlanTest, BoundedPlanIgnoresLengths) {
+  for (int seqs : {1, 32, 128}) {
+    auto a = plan_decode_attention_bounded(seqs, 8192, 32, 8, 128, 132);
+    ASSERT_TRUE(a.ok());
+    auto b = plan_decode_attention(std::vector<int32_t>(seqs, 8192), 32, 8, 128, 132);
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(a->partition_size, b->partition_size);
+    EXPECT_EQ(a->max_partitions, b->max_partitions);
+    EXPECT_EQ(a->workspace_bytes, b->workspace_bytes);
+    EXPECT_EQ(a->max_context_len, 8192);
+    EXPECT_GE(static_cast<int64_t>(a->partition_size) * a->max_partitions, 8192);
+  }
+  // b1 x 8192 splits to fill the SMs (v2: one wave of at most 3 blocks per SM).
+  auto b1 = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132);
+  ASSERT_TRUE(b1.ok());
+  EXPECT_GE(int64_t{8} * b1->max_partitions, 132);
+  EXPECT_LE(int64_t{8} * b1->max_partitions, 3 * 132);
+  // b128 x 2048 fills the GPU without a split (no merge kernel).
+  auto b128 = plan_decode_attention(std::vector<int32_t>(128, 2048), 32, 8, 128, 132);
+  ASSERT_TRUE(b128.ok());
+  EXPECT_EQ(b128->max_partitions, 1);
+  EXPECT_EQ(b128->workspace_bytes, 0u);
+}
+
+// CUDA-graph use: a graph captured once around decode_attention with a bounded plan, replayed
+// after new context lengths (any in [1, bound]) and block tables are written into the same
+// device arrays.
+TEST(DecodeAttentionGraphTest, BoundedPlanReplaysWithNewLengths) {
+  FOLIO_REQUIRE_GPU();
+  constexpr int kSeqs = 5, kBound = 3000, kHeads = 8, kKv = 2, kDim = 128, kBs = 16;
+  struct G {
+    int partition_size;
+    DecodeKernel kernel;
+  };
+  for (G g : {G{0, DecodeKernel::kV2}, G{2048, DecodeKernel::kV2}, G{0, DecodeKernel::kV1}}) {
+    SCOPED_TRACE(std::string(g.kernel == DecodeKernel::kV1 ? "v1" : "v2") + " partition " +
+                 std::to_string(g.partition_size));
+    std::mt19937 rng(11 + g.partition_size);
+    // Sized for the bound: every later table fits in these arrays.
+    AttentionProblem prob(DType::kBF16, kHeads, kKv, kDim, kBs,
+                          std::vector<SeqSpec>(kSeqs, SeqSpec{kBound, 1}), rng);
+    const int num_blocks = static_cast<int>(prob.k_cache.size() / (size_t{kKv} * kDim * kBs));
+    auto plan = plan_decode_attention_bounded(kSeqs, kBound, kHeads, kKv, kDim, 132,
+                                              g.partition_size, g.kernel);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
+    ASSERT_TRUE(ws.ok());
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const Status launched = decode_attention(prob.params(), *plan, ws->data(), stream);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    FOLIO_ASSERT_OK(launched);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+
+    const std::vector<std::vector<int32_t>> length_sets = {{1, 17, kBound, 2048, 100},
+                                                           {kBound, kBound, kBound, kBound, kBound},
+                                                           {1, 1, 1, 1, 1},
+                                                           {16, 1025, 129, 2999, 64},
+                                                           {2, 3, 33, 513, 2047}};
+    std::uniform_int_distribution<int> block(0, num_blocks - 1);
+    for (const auto& lens : length_sets) {
+      prob.context_lens = lens;
+      for (auto& b : prob.block_table) b = block(rng);  // new tables (reads may share blocks)
+      cpu::paged_attention(prob.cpu_args(), prob.q.data(), prob.k_cache.data(), prob.v_cache.data(),
+                           prob.ref.data());
+      FOLIO_ASSERT_OK(copy(prob.d_context_lens.data(), lens.data(), lens.size() * 4));
+      FOLIO_ASSERT_OK(copy(prob.d_bt.data(), prob.block_table.data(), prob.block_table.size() * 4));
+      prob.dout.poison();
+      FOLIO_ASSERT_OK(synchronize());
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      EXPECT_LT(prob.error(), testing::attention_tol(DType::kBF16))
+          << "lengths " << lens[0] << "," << lens[1] << "," << lens[2] << "," << lens[3] << ","
+          << lens[4];
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
 }
 
 }  // namespace

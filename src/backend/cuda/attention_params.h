@@ -17,10 +17,10 @@ struct PagedAttentionParams {
   DType dtype = DType::kBF16;
   int num_seqs = 0;
   int num_heads = 0;
-  int num_kv_heads = 0;  // divides num_heads (MHA, GQA, MQA)
-  int head_dim = 0;      // 64 or 128
-  int block_size = 0;    // any >= 1; 1 is token mode
-  float scale = 0.f;     // usually 1 / sqrt(head_dim)
+  int num_kv_heads = 0;           // divides num_heads (MHA, GQA, MQA)
+  int head_dim = 0;               // a multiple of 8 in [8, 256]
+  int block_size = 0;             // any >= 1; 1 is token mode
+  float scale = 0.f;              // usually 1 / sqrt(head_dim)
   const void* q = nullptr;        // [num_tokens, num_heads, head_dim]
   const void* k_cache = nullptr;  // [num_slots, num_kv_heads, head_dim]
   const void* v_cache = nullptr;  // same layout as k_cache
@@ -38,9 +38,10 @@ inline Status check_attention_geometry(int num_heads, int num_kv_heads, int head
     return invalid_argument("attention: num_heads " + std::to_string(num_heads) +
                             " is not a positive multiple of num_kv_heads " +
                             std::to_string(num_kv_heads));
-  if (head_dim != 64 && head_dim != 128)
+  // Rows move as 16-byte (8-element) vectors; 256 covers the Llama family (16..256).
+  if (head_dim % 8 != 0 || head_dim < 8 || head_dim > 256)
     return unimplemented("attention: head_dim " + std::to_string(head_dim) +
-                         " (the CUDA kernels support 64 and 128)");
+                         " (the CUDA kernels support multiples of 8 from 8 to 256)");
   return Status();
 }
 

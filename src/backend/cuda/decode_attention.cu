@@ -1,306 +1,145 @@
+// Decode attention: the split planner and the checked entry point; the kernels are in
+// decode_attention_v1.cu and decode_attention_v2.cu.
 #include <algorithm>
-#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
 
-#include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/decode_attention.h"
+#include "backend/cuda/decode_attention_impl.h"
 
 namespace folio::cuda {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
-constexpr int kMaxChunk = 8;  // q heads per block sharing one KV head
+constexpr int kMinPartition = 32;
+constexpr int kV1MaxPartition = 512;    // v1 keeps a partition's scores in shared memory
+constexpr int kV2MaxPartition = 16384;  // v2 streams any length; this bounds the search
+constexpr int kMinAutoPartition = 64;   // below this, block setup outweighs the tokens
+constexpr int kV1BlocksPerSm = 2;       // v1: split until the grid has this many blocks per SM
+constexpr int kV2BlocksPerSm = 3;       // v2: resident blocks per SM (registers: 3 or 4)
 
-template <typename T>
-struct DecodeArgs {
-  const T* q;
-  const T* k_cache;
-  const T* v_cache;
-  T* out;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_table_start;
-  const int32_t* block_table;
-  float* partial_out;  // [num_seqs, num_heads, max_partitions, head_dim]
-  float* partial_m;    // [num_seqs, num_heads, max_partitions]
-  float* partial_l;
-  int num_heads, num_kv_heads, block_size, num_chunks, partition_size, max_partitions;
-  float scale;
-};
+bool v1_supports(int head_dim) {
+  return head_dim == 64 || head_dim == 128;
+}
 
-// grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads.
-// A token's K (or V) row of D elements is read by a group of TG = D/8 lanes, 16 bytes each, so a
-// warp covers 32/TG tokens per step. Phase 1 scores the partition's tokens for the GC heads into
-// shared memory, phase 2 turns them into exp(score - max), phase 3 accumulates P·V per lane and
-// reduces across lanes then warps.
-template <typename T, int D, int GC>
-__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs<T> a) {
-  constexpr int TG = D / 8, TPW = 32 / TG;
-  extern __shared__ float smem[];
-  const int P = a.partition_size;
-  float* q_s = smem;                   // [GC][D]
-  float* logits = q_s + GC * D;        // [GC][P]
-  float* red = logits + GC * P;        // [kWarps][GC][D]
-  float* ml = red + kWarps * GC * D;   // [GC] max, then [GC] sum
+Result<DecodeKernel> resolve_kernel(DecodeKernel kernel, int head_dim) {
+  if (kernel == DecodeKernel::kV1 && !v1_supports(head_dim))
+    return unimplemented("decode plan: kernel v1 supports head_dim 64 and 128, not " +
+                         std::to_string(head_dim));
+  if (kernel != DecodeKernel::kDefault) return kernel;
+  const char* env = std::getenv("FOLIO_DECODE_KERNEL");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "v2") return DecodeKernel::kV2;
+  if (v == "v1") return v1_supports(head_dim) ? DecodeKernel::kV1 : DecodeKernel::kV2;
+  return invalid_argument("FOLIO_DECODE_KERNEL=" + v + " (expected v1 or v2)");
+}
 
-  const int kvh = blockIdx.x / a.num_chunks, chunk = blockIdx.x % a.num_chunks;
-  const int s = blockIdx.y, part = blockIdx.z;
-  const int G = a.num_heads / a.num_kv_heads;
-  const int gcount = min(GC, G - chunk * GC);
-  const int h0 = kvh * G + chunk * GC;
-  const int ctx = a.context_lens[s];
-  const int nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
-  if (part >= nparts) return;
-  const int start = part * P;
-  const int n = max(0, min(ctx - start, P));
-  const int row = a.query_start[s];
-  const int32_t* table = a.block_table + a.block_table_start[s];
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int lig = lane % TG, tiw = lane / TG;
-
-  for (int i = tid; i < GC * D; i += kThreads) {
-    const int g = i / D;
-    q_s[i] = g < gcount ? to_float(a.q[(static_cast<int64_t>(row) * a.num_heads + h0 + g) * D + i % D])
-                        : 0.f;
+// Plans for `num_seqs` sequences whose lengths `len(i)` are known (or bounded) on the host.
+template <typename LenFn>
+Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads, int head_dim,
+                        int num_sms, int partition_size, DecodeKernel kernel) {
+  FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
+  FOLIO_ASSIGN_OR_RETURN(const DecodeKernel k, resolve_kernel(kernel, head_dim));
+  const int max_p = k == DecodeKernel::kV1 ? kV1MaxPartition : kV2MaxPartition;
+  if (partition_size != 0 && (partition_size < kMinPartition || partition_size > max_p ||
+                              (partition_size & (partition_size - 1)) != 0))
+    return invalid_argument("decode plan: partition_size " + std::to_string(partition_size) +
+                            " is not a power of two in [32, " + std::to_string(max_p) + "]");
+  if (num_seqs < 0) return invalid_argument("decode plan: negative num_seqs");
+  const int group = num_heads / num_kv_heads;
+  const int chunks = (group + 7) / 8;  // decode_head_chunk caps a block at 8 q heads
+  int max_len = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    if (len(s) < 0) return invalid_argument("decode plan: negative context length");
+    max_len = std::max(max_len, len(s));
   }
-  __syncthreads();
-
-  const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * D;
-  const int64_t head_off = static_cast<int64_t>(kvh) * D + lig * 8;
-  {
-    float qr[GC][8];
-#pragma unroll
-    for (int g = 0; g < GC; ++g)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) qr[g][j] = q_s[g * D + lig * 8 + j];
-    for (int base = warp * TPW; base < n; base += kWarps * TPW) {  // warp-uniform bound
-      const int t = base + tiw;
-      float kf[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-      if (t < n) {
-        const int pos = start + t;
-        const int64_t slot =
-            static_cast<int64_t>(table[pos / a.block_size]) * a.block_size + pos % a.block_size;
-        load_floats<8>(a.k_cache + slot * slot_stride + head_off, kf);
-      }
-#pragma unroll
-      for (int g = 0; g < GC; ++g) {
-        float dot = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) dot += qr[g][j] * kf[j];
-#pragma unroll
-        for (int o = TG / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-        if (t < n && lig == 0) logits[g * P + t] = dot * a.scale;
-      }
-    }
-  }
-  __syncthreads();
-
-  for (int g = warp; g < GC; g += kWarps) {
-    float m = -INFINITY;
-    for (int t = lane; t < n; t += 32) m = fmaxf(m, logits[g * P + t]);
-    m = warp_max(m);
-    float l = 0.f;
-    for (int t = lane; t < n; t += 32) {
-      const float e = __expf(logits[g * P + t] - m);
-      logits[g * P + t] = e;
-      l += e;
-    }
-    l = warp_sum(l);
-    if (lane == 0) {
-      ml[g] = m;
-      ml[GC + g] = l;
-    }
-  }
-  __syncthreads();
-
-  float acc[GC][8];
-#pragma unroll
-  for (int g = 0; g < GC; ++g)
-#pragma unroll
-    for (int j = 0; j < 8; ++j) acc[g][j] = 0.f;
-  for (int base = warp * TPW; base < n; base += kWarps * TPW) {
-    const int t = base + tiw;
-    if (t < n) {
-      const int pos = start + t;
-      const int64_t slot =
-          static_cast<int64_t>(table[pos / a.block_size]) * a.block_size + pos % a.block_size;
-      float vf[8];
-      load_floats<8>(a.v_cache + slot * slot_stride + head_off, vf);
-#pragma unroll
-      for (int g = 0; g < GC; ++g) {
-        const float p = logits[g * P + t];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[g][j] += p * vf[j];
-      }
-    }
-  }
-#pragma unroll
-  for (int g = 0; g < GC; ++g)
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      float v = acc[g][j];
-#pragma unroll
-      for (int o = TG; o < 32; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      acc[g][j] = v;
-    }
-  if (tiw == 0)
-#pragma unroll
-    for (int g = 0; g < GC; ++g)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) red[(warp * GC + g) * D + lig * 8 + j] = acc[g][j];
-  __syncthreads();
-
-  for (int i = tid; i < gcount * D; i += kThreads) {
-    const int g = i / D, d = i % D, h = h0 + g;
-    float o = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) o += red[(w * GC + g) * D + d];
-    if (nparts == 1) {
-      const float l = ml[GC + g];
-      a.out[(static_cast<int64_t>(row) * a.num_heads + h) * D + d] = from_float<T>(l > 0.f ? o / l : 0.f);
+  // Blocks the grid runs (the rest return at once) for partition size p.
+  auto blocks = [&](int p) {
+    int64_t b = 0;
+    for (int s = 0; s < num_seqs; ++s) b += std::max(1, (len(s) + p - 1) / p);
+    return b * num_kv_heads * chunks;
+  };
+  int p = partition_size;
+  if (p == 0) {
+    // Split finer (flash-decoding) until the grid has about a resident wave of blocks.
+    p = max_p;
+    if (k == DecodeKernel::kV1) {
+      // Split finer (flash-decoding) until the grid has kV1BlocksPerSm blocks per SM.
+      const int64_t target = int64_t{kV1BlocksPerSm} * num_sms;
+      while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p) < target)) p /= 2;
     } else {
-      const int64_t pi = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions + part;
-      a.partial_out[pi * D + d] = o;
-      if (d == 0) {
-        a.partial_m[pi] = ml[g];
-        a.partial_l[pi] = ml[GC + g];
-      }
+      // The finest split whose grid still fits one resident wave: a second, partial wave of
+      // short blocks costs more than longer blocks (each keeps 3 iterations of loads in flight).
+      // Large batches fill the GPU unsplit and skip the merge.
+      const int64_t wave = int64_t{kV2BlocksPerSm} * num_sms;
+      while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p / 2) <= wave)) p /= 2;
     }
   }
+  const int64_t max_parts = std::max<int64_t>(1, (static_cast<int64_t>(max_len) + p - 1) / p);
+  if (max_parts > 65535) return invalid_argument("decode plan: context too long for the split");
+  DecodePlan out;
+  out.kernel = k;
+  out.num_seqs = num_seqs;
+  out.num_heads = num_heads;
+  out.num_kv_heads = num_kv_heads;
+  out.head_dim = head_dim;
+  out.partition_size = p;
+  out.max_partitions = static_cast<int>(max_parts);
+  out.max_context_len = max_len;
+  out.workspace_bytes = max_parts > 1 ? sizeof(float) * static_cast<size_t>(num_seqs) * num_heads *
+                                            max_parts * (head_dim + 2)
+                                      : 0;
+  return out;
 }
 
-// grid (num_heads, num_seqs), D threads: merges the partitions of sequences that were split.
-template <typename T, int D>
-__global__ void decode_reduce_kernel(DecodeArgs<T> a) {
-  const int h = blockIdx.x, s = blockIdx.y;
-  const int P = a.partition_size;
-  // Clamped: a plan made from other context lengths must not send reads past the workspace.
-  const int nparts = min((a.context_lens[s] + P - 1) / P, a.max_partitions);
-  if (nparts <= 1) return;
-  const int64_t base = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions;
-  const float* m = a.partial_m + base;
-  const float* l = a.partial_l + base;
-  float M = -INFINITY;
-  for (int p = 0; p < nparts; ++p) M = fmaxf(M, m[p]);
-  float L = 0.f, o = 0.f;
-  const int d = threadIdx.x;
-  for (int p = 0; p < nparts; ++p) {
-    const float w = __expf(m[p] - M);
-    L += l[p] * w;
-    o += a.partial_out[(base + p) * D + d] * w;
-  }
-  const int row = a.query_start[s];
-  a.out[(static_cast<int64_t>(row) * a.num_heads + h) * D + d] = from_float<T>(o / L);
-}
-
-int chunk_for_group(int group) {
-  return group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : kMaxChunk;
-}
-
-size_t smem_bytes(int gc, int d, int p) {
-  return sizeof(float) * (static_cast<size_t>(gc) * d * (1 + kWarps) + static_cast<size_t>(gc) * p + 2 * gc);
-}
-
-template <typename T, int D, int GC>
-Status launch(const DecodeArgs<T>& a, int num_seqs, int grid_x, void* stream) {
-  const dim3 grid(grid_x, num_seqs, a.max_partitions);
-  decode_kernel<T, D, GC><<<grid, kThreads, smem_bytes(GC, D, a.partition_size), as_stream(stream)>>>(a);
-  FOLIO_RETURN_IF_ERROR(launch_status("decode_kernel"));
-  if (a.max_partitions > 1) {
-    decode_reduce_kernel<T, D><<<dim3(a.num_heads, num_seqs), D, 0, as_stream(stream)>>>(a);
-    FOLIO_RETURN_IF_ERROR(launch_status("decode_reduce_kernel"));
-  }
-  return Status();
-}
-
-template <typename T, int D>
-Status launch_d(const DecodeArgs<T>& a, int num_seqs, int gc, void* stream) {
-  const int grid_x = a.num_kv_heads * a.num_chunks;
-  switch (gc) {
-    case 1: return launch<T, D, 1>(a, num_seqs, grid_x, stream);
-    case 2: return launch<T, D, 2>(a, num_seqs, grid_x, stream);
-    case 4: return launch<T, D, 4>(a, num_seqs, grid_x, stream);
-    default: return launch<T, D, 8>(a, num_seqs, grid_x, stream);
-  }
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
 }
 
 }  // namespace
 
 Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, int num_heads,
                                          int num_kv_heads, int head_dim, int num_sms,
-                                         int partition_size) {
-  FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
-  if (partition_size != 0 && (partition_size < 32 || partition_size > 512 ||
-                              (partition_size & (partition_size - 1)) != 0))
-    return invalid_argument("decode plan: partition_size " + std::to_string(partition_size) +
-                            " is not a power of two in [32, 512]");
-  const int group = num_heads / num_kv_heads;
-  const int chunks = (group + kMaxChunk - 1) / kMaxChunk;
-  auto count = [&](int p, int* max_parts) {
-    int64_t blocks = 0;
-    *max_parts = 1;
-    for (int32_t c : context_lens) {
-      const int parts = std::max(1, (c + p - 1) / p);
-      *max_parts = std::max(*max_parts, parts);
-      blocks += static_cast<int64_t>(parts) * num_kv_heads * chunks;
-    }
-    return blocks;
-  };
-  DecodePlan plan;
-  plan.num_seqs = static_cast<int>(context_lens.size());
-  plan.num_heads = num_heads;
-  plan.head_dim = head_dim;
-  int p = partition_size ? partition_size : 512;
-  int max_parts = 1;
-  int64_t blocks = count(p, &max_parts);
-  // Split finer until the grid has about two blocks per SM (flash-decoding for small batches).
-  while (partition_size == 0 && p > 64 && blocks < 2 * static_cast<int64_t>(num_sms)) {
-    p /= 2;
-    blocks = count(p, &max_parts);
-  }
-  if (max_parts > 65535) return invalid_argument("decode plan: context too long for the split");
-  plan.partition_size = p;
-  plan.max_partitions = max_parts;
-  plan.workspace_bytes = max_parts > 1 ? sizeof(float) * static_cast<size_t>(plan.num_seqs) *
-                                             num_heads * max_parts * (head_dim + 2)
-                                       : 0;
-  return plan;
+                                         int partition_size, DecodeKernel kernel) {
+  return plan(
+      static_cast<int>(context_lens.size()), [&](int s) { return context_lens[s]; }, num_heads,
+      num_kv_heads, head_dim, num_sms, partition_size, kernel);
+}
+
+Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_len, int num_heads,
+                                                 int num_kv_heads, int head_dim, int num_sms,
+                                                 int partition_size, DecodeKernel kernel) {
+  return plan(
+      num_seqs, [&](int) { return max_context_len; }, num_heads, num_kv_heads, head_dim, num_sms,
+      partition_size, kernel);
 }
 
 Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, void* workspace,
                         void* stream) {
   FOLIO_RETURN_IF_ERROR(check_attention_params(p));
-  if (plan.num_seqs != p.num_seqs || plan.num_heads != p.num_heads || plan.head_dim != p.head_dim)
+  if (plan.num_seqs != p.num_seqs || plan.num_heads != p.num_heads ||
+      plan.num_kv_heads != p.num_kv_heads || plan.head_dim != p.head_dim)
     return invalid_argument("decode_attention: the plan was made for another batch shape");
+  if (plan.partition_size < 1 || plan.max_partitions < 1 || plan.max_partitions > 65535 ||
+      plan.kernel == DecodeKernel::kDefault)
+    return invalid_argument("decode_attention: not a plan from plan_decode_attention");
   if (p.num_seqs == 0) return Status();
   if (p.num_seqs > 65535) return invalid_argument("decode_attention: more than 65535 sequences");
   if (plan.workspace_bytes > 0 && workspace == nullptr)
     return invalid_argument("decode_attention: the plan needs a workspace");
-  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
-    DecodeArgs<T> a{};
-    a.q = static_cast<const T*>(p.q);
-    a.k_cache = static_cast<const T*>(p.k_cache);
-    a.v_cache = static_cast<const T*>(p.v_cache);
-    a.out = static_cast<T*>(p.out);
-    a.query_start = p.query_start;
-    a.context_lens = p.context_lens;
-    a.block_table_start = p.block_table_start;
-    a.block_table = p.block_table;
+  if (!aligned16(p.q) || !aligned16(p.k_cache) || !aligned16(p.v_cache) || !aligned16(p.out) ||
+      !aligned16(workspace))
+    return invalid_argument(
+        "decode_attention: q, caches, out and workspace must be 16-byte aligned");
+  detail::DecodeWorkspace ws;
+  if (plan.max_partitions > 1) {
     const size_t n = static_cast<size_t>(p.num_seqs) * p.num_heads * plan.max_partitions;
-    a.partial_out = static_cast<float*>(workspace);
-    a.partial_m = a.partial_out ? a.partial_out + n * p.head_dim : nullptr;
-    a.partial_l = a.partial_m ? a.partial_m + n : nullptr;
-    a.num_heads = p.num_heads;
-    a.num_kv_heads = p.num_kv_heads;
-    a.block_size = p.block_size;
-    const int gc = chunk_for_group(p.num_heads / p.num_kv_heads);
-    a.num_chunks = (p.num_heads / p.num_kv_heads + gc - 1) / gc;
-    a.partition_size = plan.partition_size;
-    a.max_partitions = plan.max_partitions;
-    a.scale = p.scale;
-    return p.head_dim == 64 ? launch_d<T, 64>(a, p.num_seqs, gc, stream)
-                            : launch_d<T, 128>(a, p.num_seqs, gc, stream);
-  });
+    ws.out = static_cast<float*>(workspace);
+    ws.m = ws.out + n * p.head_dim;
+    ws.l = ws.m + n;
+  }
+  return plan.kernel == DecodeKernel::kV1 ? detail::launch_decode_v1(p, plan, ws, stream)
+                                          : detail::launch_decode_v2(p, plan, ws, stream);
 }
 
 }  // namespace folio::cuda

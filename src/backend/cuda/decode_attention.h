@@ -3,8 +3,23 @@
 // Each thread block takes one KV head, up to 8 of the q heads that share it (GQA/MQA: the KV rows
 // are read once for all of them), and one partition of the context: it writes either the final
 // output (a single partition) or a partial (max, sum, unnormalised output) that a second kernel
-// merges. The split is planned once per step on the host from the step's context lengths and
-// reused by every layer.
+// merges. The split is planned once per step on the host and reused by every layer.
+//
+// Two kernels (DecodeKernel): v2 (the default) streams the partition's K and V rows once through
+// a cp.async pipeline with an online softmax, any head_dim that is a multiple of 8 up to 256; v1
+// (the first version, kept so one GPU run can compare them) scores K into shared memory and then
+// reads V in a second pass, head_dim 64 and 128 only. FOLIO_DECODE_KERNEL=v1|v2 picks the
+// default (v1 falls back to v2 for head dims it lacks).
+//
+// CUDA graphs (plan_decode_attention_bounded): a plan made from a bound instead of the step's
+// lengths gives a launch (grid, workspace layout, number of kernels) that depends only on
+// (num_seqs, max_context_len, num_heads, num_kv_heads, head_dim, num_sms, kernel). Every kernel
+// reads each sequence's context length, query row and block table from device memory, blocks
+// whose partition starts past the sequence's length return at once, and the merge kernel merges
+// only the partitions a sequence has (none when it has one). So a graph captured around
+// decode_attention can be replayed with new context lengths and block tables written into the
+// same device arrays, as long as num_seqs is the same and every context length is in
+// [0, max_context_len]. Nothing in decode_attention reads a host-side context length.
 #pragma once
 
 #include <cstddef>
@@ -16,26 +31,52 @@
 
 namespace folio::cuda {
 
+enum class DecodeKernel {
+  kDefault,  // FOLIO_DECODE_KERNEL (v1 | v2) when set, else v2
+  kV1,       // two passes over the partition; head_dim 64 or 128
+  kV2,       // one cp.async-pipelined pass with an online softmax; any supported head_dim
+};
+
 struct DecodePlan {
+  DecodeKernel kernel = DecodeKernel::kV2;  // never kDefault in a plan
   int num_seqs = 0;
   int num_heads = 0;
+  int num_kv_heads = 0;
   int head_dim = 0;
-  int partition_size = 0;   // context tokens per thread block (32..512)
-  int max_partitions = 0;   // over the step's sequences
+  int partition_size = 0;      // context tokens per thread block (a power of two)
+  int max_partitions = 0;      // grid depth: ceil(max_context_len / partition_size), >= 1
+  int max_context_len = 0;     // the longest context the plan covers
   size_t workspace_bytes = 0;  // device scratch decode_attention needs (0: no split)
+  // v2 only, a tuning knob the bench compares: 16-byte vectors of a K/V row per lane. 0 (the
+  // planner's choice) and 2 use two where head_dim >= 128 and a block holds at most 4 q heads
+  // (fewer shuffles and exponentials per byte, more registers), else one; 1 forces one.
+  int lane_vectors = 0;
 };
 
 // context_lens: the step's host copy (ForwardBatch::context_lens). num_sms sizes the split so the
-// grid fills the GPU. partition_size 0 picks it; a given one must be a power of two in [32, 512]
-// (tests use small ones to force splits).
+// grid fills the GPU. partition_size 0 picks it; a given one must be a power of two, at least 32
+// and at most 512 (v1) or 16384 (v2) (tests use small ones to force splits).
 Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, int num_heads,
                                          int num_kv_heads, int head_dim, int num_sms,
-                                         int partition_size = 0);
+                                         int partition_size = 0,
+                                         DecodeKernel kernel = DecodeKernel::kDefault);
 
-// The plan must come from this batch's context lengths (a stale one computes garbage for the
-// sequences longer than it planned, but never reads outside the workspace). Every sequence of
-// `p` has exactly one query token (query_start[s+1] - query_start[s] == 1); a mixed batch runs
-// its prefill part through prefill_attention. `workspace` holds plan.workspace_bytes.
+// The CUDA-graph plan: sized for num_seqs sequences of up to max_context_len tokens each (for
+// example max_model_len), whatever their lengths at run time; see the contract above. The split
+// is the one plan_decode_attention would pick if every sequence had max_context_len tokens, so a
+// step whose real lengths are much shorter launches blocks that return at once (cheap, but a
+// tighter bound, e.g. one graph per length bucket, gives a better split).
+Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_len, int num_heads,
+                                                 int num_kv_heads, int head_dim, int num_sms,
+                                                 int partition_size = 0,
+                                                 DecodeKernel kernel = DecodeKernel::kDefault);
+
+// Every sequence of `p` has exactly one query token (query_start[s+1] - query_start[s] == 1); a
+// mixed batch runs its prefill part through prefill_attention. The plan must cover this batch's
+// context lengths (from them, or from a bound they respect): a sequence longer than the plan's
+// max_context_len attends only to its first max_partitions * partition_size tokens (wrong, but
+// never a read outside the workspace or the block table). `workspace` holds plan.workspace_bytes
+// (16-byte aligned); q, k_cache, v_cache and out must be 16-byte aligned.
 Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, void* workspace,
                         void* stream);
 

@@ -1,0 +1,29 @@
+// Internal to decode_attention: the launchers of the two decode kernels (decode_attention_v1.cu,
+// decode_attention_v2.cu), called by decode_attention.cu once the params and plan are checked.
+#pragma once
+
+#include "backend/cuda/decode_attention.h"
+
+namespace folio::cuda::detail {
+
+// Partials of split sequences in the workspace, each [num_seqs, num_heads, max_partitions]
+// (partial_out with a trailing head_dim): the unnormalised output, the running max and the sum
+// of exponentials of one partition. v1 keeps the max in natural-log units, v2 in log2 units.
+struct DecodeWorkspace {
+  float* out = nullptr;
+  float* m = nullptr;
+  float* l = nullptr;
+};
+
+// Groups of q heads per block sharing one KV head: the smallest of 1, 2, 4, 8 that holds the
+// group, 8 for larger groups (then several chunks of 8).
+inline int decode_head_chunk(int group) {
+  return group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
+}
+
+Status launch_decode_v1(const PagedAttentionParams& p, const DecodePlan& plan,
+                        const DecodeWorkspace& ws, void* stream);
+Status launch_decode_v2(const PagedAttentionParams& p, const DecodePlan& plan,
+                        const DecodeWorkspace& ws, void* stream);
+
+}  // namespace folio::cuda::detail

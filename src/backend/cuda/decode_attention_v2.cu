@@ -1,0 +1,412 @@
+// Decode kernel v2 (see decode_attention.h): one pass over each partition's K and V rows with an
+// online softmax, the rows streamed through a per-thread cp.async ring so several iterations of
+// loads are in flight while the current one is scored, the partition's slot ids staged in shared
+// memory, and the GQA group's q heads sharing every K/V load.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/decode_attention_impl.h"
+#include "backend/cuda/device_pipeline.cuh"
+
+namespace folio::cuda::detail {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kChunks = 2;   // 16-byte K (and V) chunks per thread per pipeline stage
+constexpr int kStages = 4;   // cp.async ring depth: kStages - 1 iterations in flight
+constexpr int kTile = 1024;  // slot ids staged per tile; two tiles double-buffered
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kNoMax = -1e30f;  // running max before any token: finite, so exp2(m - m') is 0 or 1
+
+template <typename T>
+struct V2Args {
+  const T* q;
+  const T* k_cache;
+  const T* v_cache;
+  T* out;
+  const int32_t* query_start;
+  const int32_t* context_lens;
+  const int32_t* block_table_start;
+  const int32_t* block_table;
+  DecodeWorkspace ws;  // scores and maxima in log2 units
+  int num_heads, num_kv_heads, head_dim, block_size, num_chunks, partition_size, max_partitions;
+  float scale_log2;  // scale * log2(e)
+};
+
+// Shared memory: a ring of [kStages][K, V][kChunks][kThreads] 16-byte chunks (each thread reads
+// back only what it copied, so the ring needs no block barrier), reused after the loop for the
+// cross-warp reduction [kWarps][GC][D]; then per-warp max and sum [kWarps][GC] each, then the
+// slot ids [2][kTile].
+__host__ __device__ constexpr int ring_bytes() {
+  return kStages * 2 * kChunks * kThreads * 16;
+}
+__host__ __device__ inline int main_bytes(int gc, int d) {
+  const int red = kWarps * gc * d * 4;
+  return red > ring_bytes() ? red : ring_bytes();
+}
+__host__ __device__ inline int smem_bytes(int gc, int d) {
+  return main_bytes(gc, d) + 2 * kWarps * gc * 4 + 2 * kTile * 4;
+}
+
+// grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads. A token's row of
+// D elements (D / 8 16-byte vectors) is read by a lane group of TG lanes (a power of two), VPL
+// vectors each: lane lig owns vectors v * TG + lig (those past D / 8 idle). A warp reads
+// TPW = 32 / TG tokens per step, STEPS steps per iteration (each thread moves kChunks 16-byte
+// chunks of K and of V per iteration). VPL 2 halves the shuffles and exponentials per byte (its
+// q and accumulators take twice the registers). Every lane group keeps its own online-softmax
+// state (max m, sum l, unnormalised acc) over its tokens; the groups of a warp merge by
+// shuffles, the warps through shared memory.
+template <typename T, int TG, int GC, int VPL>
+__global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V2Args<T> a) {
+  static_assert(kChunks % VPL == 0, "a stage holds whole rows per lane");
+  constexpr int E = 8 * VPL;  // elements per lane per row
+  constexpr int STEPS = kChunks / VPL;
+  constexpr int TPW = 32 / TG;
+  constexpr int TI = kWarps * TPW * STEPS;  // tokens per block iteration
+  static_assert(kTile % TI == 0 && TI * (kStages - 1) <= kTile, "issue runs <= 1 tile ahead");
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int D = a.head_dim;
+  uint4* ring = reinterpret_cast<uint4*>(smem);
+  float* red = reinterpret_cast<float*>(smem);
+  float* wm = reinterpret_cast<float*>(smem + main_bytes(GC, D));
+  float* wl = wm + kWarps * GC;
+  int32_t* slots = reinterpret_cast<int32_t*>(wl + kWarps * GC);
+
+  const int kvh = blockIdx.x / a.num_chunks, chunk = blockIdx.x % a.num_chunks;
+  const int s = blockIdx.y, part = blockIdx.z;
+  const int P = a.partition_size;
+  // The context length comes from device memory (CUDA-graph plans: blocks past it return).
+  const int ctx = a.context_lens[s];
+  const int nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
+  if (part >= nparts) return;
+  const int start = part * P;
+  const int n = max(0, min(ctx - start, P));
+  const int G = a.num_heads / a.num_kv_heads;
+  const int gcount = min(GC, G - chunk * GC);
+  const int h0 = kvh * G + chunk * GC;
+  const int row = a.query_start[s];
+  const int32_t* table = a.block_table + a.block_table_start[s];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int lig = lane % TG, tiw = lane / TG;
+  bool on[VPL];  // which of this lane's vectors lie inside the row
+#pragma unroll
+  for (int v = 0; v < VPL; ++v) on[v] = (v * TG + lig) * 8 < D;
+
+  // Slot ids of partition tokens [tile * kTile, +kTile) into buffer tile % 2.
+  auto fill_tile = [&](int tile) {
+    int32_t* dst = slots + (tile & 1) * kTile;
+    const int t0 = tile * kTile, cnt = min(kTile, n - t0);
+    for (int i = tid; i < cnt; i += kThreads) {
+      const int pos = start + t0 + i;
+      const int page = pos / a.block_size;
+      dst[i] = table[page] * a.block_size + (pos - page * a.block_size);
+    }
+  };
+  fill_tile(0);
+  if (n > kTile) fill_tile(1);
+
+  float q[GC][E];  // pre-scaled by scale * log2(e)
+#pragma unroll
+  for (int g = 0; g < GC; ++g) {
+#pragma unroll
+    for (int v = 0; v < VPL; ++v) {
+      float* qv = q[g] + 8 * v;
+      if (g < gcount && on[v]) {
+        const T* src =
+            a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + g) * D + (v * TG + lig) * 8;
+        float f[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(src), f);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qv[j] = f[j] * a.scale_log2;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qv[j] = 0.f;
+      }
+    }
+  }
+  __syncthreads();
+
+  const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * D;
+  const int64_t head_off = static_cast<int64_t>(kvh) * D + lig * 8;
+  auto token = [&](int it, int u) { return it * TI + (warp * STEPS + u) * TPW + tiw; };
+  // Ring chunk c = u * VPL + v of a stage holds step u's vector v; V's chunks follow K's.
+  auto issue = [&](int it) {
+    uint4* st = ring + (it % kStages) * (2 * kChunks * kThreads) + tid;
+#pragma unroll
+    for (int u = 0; u < STEPS; ++u) {
+      const int t = token(it, u);
+      const bool ok = t < n;
+      int64_t off = head_off;
+      if (ok) off += slots[((t / kTile) & 1) * kTile + t % kTile] * slot_stride;
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) {
+        const bool fill = ok && on[v];
+        const int64_t o = fill ? off + v * TG * 8 : 0;  // zero fill reads nothing
+        cp_async16(st + (u * VPL + v) * kThreads, a.k_cache + o, fill);
+        cp_async16(st + (kChunks + u * VPL + v) * kThreads, a.v_cache + o, fill);
+      }
+    }
+  };
+
+  float m[GC], l[GC], acc[GC][E];
+#pragma unroll
+  for (int g = 0; g < GC; ++g) {
+    m[g] = kNoMax;
+    l[g] = 0.f;
+#pragma unroll
+    for (int j = 0; j < E; ++j) acc[g][j] = 0.f;
+  }
+
+  const int iters = (n + TI - 1) / TI;  // block-uniform, so every loop below is warp-uniform
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < iters) issue(i);
+    cp_async_commit();
+  }
+#pragma unroll 1
+  for (int it = 0; it < iters; ++it) {
+    const int tok0 = it * TI;
+    if (it > 0 && tok0 % kTile == 0) {
+      // Entering tile k: every issue that read tile k - 1's slots has run, so its buffer takes
+      // tile k + 1 (issues run at most kStages - 1 iterations, less than a tile, ahead).
+      __syncthreads();
+      if (tok0 + kTile < n) fill_tile(tok0 / kTile + 1);
+      __syncthreads();
+    }
+    if (it + kStages - 1 < iters) issue(it + kStages - 1);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // this thread's copies for iteration `it` have landed
+
+    const uint4* st = ring + (it % kStages) * (2 * kChunks * kThreads) + tid;
+    float sc[STEPS][GC];
+#pragma unroll
+    for (int u = 0; u < STEPS; ++u) {
+      float kf[VPL][8];
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) unpack8<T>(st[(u * VPL + v) * kThreads], kf[v]);
+      const bool valid = token(it, u) < n;
+#pragma unroll
+      for (int g = 0; g < GC; ++g) {
+        float dot = 0.f;
+#pragma unroll
+        for (int j = 0; j < E; ++j) dot = fmaf(q[g][j], kf[j / 8][j % 8], dot);
+#pragma unroll
+        for (int o = TG / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        sc[u][g] = valid ? dot : -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < GC; ++g) {
+      float mx = m[g];
+#pragma unroll
+      for (int u = 0; u < STEPS; ++u) mx = fmaxf(mx, sc[u][g]);
+      if (mx > m[g]) {  // rescale only when the max grows (rarer as the partition goes on)
+        const float alpha = fast_exp2(m[g] - mx);
+        m[g] = mx;
+        l[g] *= alpha;
+#pragma unroll
+        for (int j = 0; j < E; ++j) acc[g][j] *= alpha;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < STEPS; ++u) {
+      float vf[VPL][8];
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) unpack8<T>(st[(kChunks + u * VPL + v) * kThreads], vf[v]);
+#pragma unroll
+      for (int g = 0; g < GC; ++g) {
+        const float p = fast_exp2(sc[u][g] - m[g]);
+        l[g] += p;
+#pragma unroll
+        for (int j = 0; j < E; ++j) acc[g][j] = fmaf(p, vf[j / 8][j % 8], acc[g][j]);
+      }
+    }
+  }
+  cp_async_wait<0>();  // only empty groups are left, but the ring is reused below
+
+  // Merge the lane groups of each warp (lanes lig of every group hold the same columns).
+#pragma unroll
+  for (int g = 0; g < GC; ++g) {
+    if constexpr (TPW > 1) {
+      float mw = m[g];
+#pragma unroll
+      for (int o = TG; o < 32; o <<= 1) mw = fmaxf(mw, __shfl_xor_sync(0xffffffffu, mw, o));
+      const float f = fast_exp2(m[g] - mw);
+      m[g] = mw;
+      l[g] *= f;
+#pragma unroll
+      for (int j = 0; j < E; ++j) acc[g][j] *= f;
+#pragma unroll
+      for (int o = TG; o < 32; o <<= 1) {
+        l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+        for (int j = 0; j < E; ++j) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], o);
+      }
+    }
+  }
+  __syncthreads();  // every warp is done with the ring
+  if (tiw == 0) {
+#pragma unroll
+    for (int g = 0; g < GC; ++g)
+#pragma unroll
+      for (int v = 0; v < VPL; ++v) {
+        if (!on[v]) continue;
+        const float* x = acc[g] + 8 * v;
+        float4* dst = reinterpret_cast<float4*>(red + (warp * GC + g) * D + (v * TG + lig) * 8);
+        dst[0] = make_float4(x[0], x[1], x[2], x[3]);
+        dst[1] = make_float4(x[4], x[5], x[6], x[7]);
+      }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int g = 0; g < GC; ++g) {
+      wm[warp * GC + g] = m[g];
+      wl[warp * GC + g] = l[g];
+    }
+  }
+  __syncthreads();
+
+  for (int i = tid; i < gcount * D; i += kThreads) {
+    const int g = i / D, d = i - g * D, h = h0 + g;
+    float M = kNoMax;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, wm[w * GC + g]);
+    float L = 0.f, o = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = fast_exp2(wm[w * GC + g] - M);
+      L += wl[w * GC + g] * f;
+      o += red[(w * GC + g) * D + d] * f;
+    }
+    if (nparts == 1) {
+      a.out[(static_cast<int64_t>(row) * a.num_heads + h) * D + d] =
+          from_float<T>(L > 0.f ? o / L : 0.f);
+    } else {
+      const int64_t pi = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions + part;
+      a.ws.out[pi * D + d] = o;
+      if (d == 0) {
+        a.ws.m[pi] = M;
+        a.ws.l[pi] = L;
+      }
+    }
+  }
+}
+
+// grid (num_heads, num_seqs): merges the partitions of the sequences that were split; the
+// number of partitions comes from the device-side context length, as in the main kernel.
+template <typename T>
+__global__ void decode_v2_merge_kernel(V2Args<T> a) {
+  const int h = blockIdx.x, s = blockIdx.y;
+  const int P = a.partition_size, D = a.head_dim;
+  const int nparts = min(max(1, (a.context_lens[s] + P - 1) / P), a.max_partitions);
+  if (nparts <= 1) return;  // the main kernel wrote the output
+  const int64_t base = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions;
+  const float* m = a.ws.m + base;
+  const float* l = a.ws.l + base;
+  float M = kNoMax;
+  for (int p = 0; p < nparts; ++p) M = fmaxf(M, m[p]);
+  const int row = a.query_start[s];
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float L = 0.f, o = 0.f;
+    for (int p = 0; p < nparts; ++p) {
+      const float w = fast_exp2(m[p] - M);
+      L += l[p] * w;
+      o += a.ws.out[(base + p) * D + d] * w;
+    }
+    a.out[(static_cast<int64_t>(row) * a.num_heads + h) * D + d] =
+        from_float<T>(L > 0.f ? o / L : 0.f);
+  }
+}
+
+template <typename T, int TG, int GC, int VPL>
+Status launch(const V2Args<T>& a, int num_seqs, void* stream) {
+  const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
+  decode_v2_kernel<T, TG, GC, VPL>
+      <<<grid, kThreads, smem_bytes(GC, a.head_dim), as_stream(stream)>>>(a);
+  FOLIO_RETURN_IF_ERROR(launch_status("decode_v2_kernel"));
+  if (a.max_partitions > 1) {
+    const int threads = (a.head_dim + 31) / 32 * 32;
+    decode_v2_merge_kernel<T><<<dim3(a.num_heads, num_seqs), threads, 0, as_stream(stream)>>>(a);
+    FOLIO_RETURN_IF_ERROR(launch_status("decode_v2_merge_kernel"));
+  }
+  return Status();
+}
+
+// One vector per lane.
+template <typename T, int TG>
+Status launch_tg(const V2Args<T>& a, int num_seqs, int gc, void* stream) {
+  switch (gc) {
+    case 1:
+      return launch<T, TG, 1, 1>(a, num_seqs, stream);
+    case 2:
+      return launch<T, TG, 2, 1>(a, num_seqs, stream);
+    case 4:
+      return launch<T, TG, 4, 1>(a, num_seqs, stream);
+    default:
+      return launch<T, TG, 8, 1>(a, num_seqs, stream);
+  }
+}
+
+// Two vectors per lane (rows of 16..32 vectors, at most 4 q heads per block: with 8 the
+// registers would spill).
+template <typename T, int TG>
+Status launch_tg_wide(const V2Args<T>& a, int num_seqs, int gc, void* stream) {
+  switch (gc) {
+    case 1:
+      return launch<T, TG, 1, 2>(a, num_seqs, stream);
+    case 2:
+      return launch<T, TG, 2, 2>(a, num_seqs, stream);
+    default:
+      return launch<T, TG, 4, 2>(a, num_seqs, stream);
+  }
+}
+
+bool v2_wide_lanes(const DecodePlan& plan, int head_dim, int gc) {
+  return plan.lane_vectors != 1 && head_dim / 8 >= 16 && gc <= 4;
+}
+
+}  // namespace
+
+Status launch_decode_v2(const PagedAttentionParams& p, const DecodePlan& plan,
+                        const DecodeWorkspace& ws, void* stream) {
+  if (p.head_dim % 8 != 0 || p.head_dim < 8 || p.head_dim > 256)
+    return unimplemented("decode_attention: head_dim " + std::to_string(p.head_dim));
+  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
+    V2Args<T> a{};
+    a.q = static_cast<const T*>(p.q);
+    a.k_cache = static_cast<const T*>(p.k_cache);
+    a.v_cache = static_cast<const T*>(p.v_cache);
+    a.out = static_cast<T*>(p.out);
+    a.query_start = p.query_start;
+    a.context_lens = p.context_lens;
+    a.block_table_start = p.block_table_start;
+    a.block_table = p.block_table;
+    a.ws = ws;
+    a.num_heads = p.num_heads;
+    a.num_kv_heads = p.num_kv_heads;
+    a.head_dim = p.head_dim;
+    a.block_size = p.block_size;
+    const int group = p.num_heads / p.num_kv_heads;
+    const int gc = decode_head_chunk(group);
+    a.num_chunks = (group + gc - 1) / gc;
+    a.partition_size = plan.partition_size;
+    a.max_partitions = plan.max_partitions;
+    a.scale_log2 = p.scale * kLog2e;
+    const int vecs = p.head_dim / 8;            // 16-byte vectors per row
+    if (v2_wide_lanes(plan, p.head_dim, gc)) {  // lane group: next power of two of vecs / 2
+      if (vecs <= 16) return launch_tg_wide<T, 8>(a, p.num_seqs, gc, stream);
+      return launch_tg_wide<T, 16>(a, p.num_seqs, gc, stream);
+    }
+    // One vector per lane: the lane group is the next power of two of vecs.
+    if (vecs <= 1) return launch_tg<T, 1>(a, p.num_seqs, gc, stream);
+    if (vecs <= 2) return launch_tg<T, 2>(a, p.num_seqs, gc, stream);
+    if (vecs <= 4) return launch_tg<T, 4>(a, p.num_seqs, gc, stream);
+    if (vecs <= 8) return launch_tg<T, 8>(a, p.num_seqs, gc, stream);
+    if (vecs <= 16) return launch_tg<T, 16>(a, p.num_seqs, gc, stream);
+    return launch_tg<T, 32>(a, p.num_seqs, gc, stream);
+  });
+}
+
+}  // namespace folio::cuda::detail
