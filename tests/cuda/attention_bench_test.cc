@@ -134,8 +134,8 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
   const double copy_tbps = 2.0 * copy_bytes / copy_us / 1e6;
   std::printf("K1 copy d2d 1 GiB: %.1f us, %.2f TB/s (read + write)\n", copy_us, copy_tbps);
   fill_random(vc->data(), vc->bytes(), rng);  // after the copy that overwrote it
-  // K1: both decode kernels on each shape with page 16 and page 1 (token mode); for v2 also one
-  // 16-byte vector per lane instead of two (DecodePlan::lane_vectors), the CUDA-graph plan
+  // K1: both decode kernels on each shape with page 16 and page 1 (token mode); for v2 also two
+  // 16-byte vectors per lane instead of one (DecodePlan::lane_vectors), the CUDA-graph plan
   // (bounded by 16384 tokens: the blocks past each length return at once), and a sweep of
   // partition sizes around the planner's choice.
   struct D {
@@ -167,9 +167,9 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         report(k == DecodeKernel::kV1 ? "v1" : "v2", *plan);
         if (k == DecodeKernel::kV1) continue;
-        DecodePlan narrow = *plan;
-        narrow.lane_vectors = 1;
-        report("v2 lanes1", narrow);
+        DecodePlan wide = *plan;
+        wide.lane_vectors = 2;
+        report("v2 lanes2", wide);
         auto bounded = plan_decode_attention_bounded(c.batch, 16384, kHeads, kKvHeads, kDim,
                                                      info->num_sms, 0, k);
         ASSERT_TRUE(bounded.ok()) << bounded.status().to_string();

@@ -1,8 +1,8 @@
 // The whole engine on the GPU (load_engine with device cuda): the fixture models' transformers
 // goldens in bf16 and fp16, the tiny-pool preemption runs (paged 16 and token mode, recompute and swap,
 // prefix caching on) against an unconstrained CUDA run, parallel sampling (n > 1), memory
-// planning and its errors. Fixtures with head_dim 32 (llama_gqa, qwen2_tied) are refused cleanly:
-// the CUDA attention kernels take head_dim 64 and 128.
+// planning and its errors. Every fixture runs (head_dim 32, 64, 128), and the bundled model
+// (head_dim 16) matches the CPU backend.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -149,21 +149,45 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GoldenCase{"qwen3_hd64", "bfloat16", 2e-2, 0.1},
                       GoldenCase{"qwen3_hd64", "float16", 2e-2, 0.1},
                       GoldenCase{"llama_hd128", "float16", 2e-2, 0.1},
-                      GoldenCase{"llama_hd128", "bfloat16", 5e-2, 0.5}),
+                      GoldenCase{"llama_hd128", "bfloat16", 5e-2, 0.5},
+                      GoldenCase{"llama_gqa", "bfloat16", 2e-2, 0.1},
+                      GoldenCase{"llama_gqa", "float16", 2e-2, 0.1},
+                      GoldenCase{"qwen2_tied", "bfloat16", 2e-2, 0.1},
+                      GoldenCase{"qwen2_tied", "float16", 2e-2, 0.1}),
     [](const ::testing::TestParamInfo<GoldenCase>& i) {
       return std::string(i.param.model) + "_" + i.param.dtype;
     });
 
-TEST(CudaEngine, HeadDim32FixturesAreRefusedWithAClearError) {
+// The bundled model (head_dim 16) runs on CUDA and gives the CPU backend's greedy tokens while
+// the CPU's top-2 logprob gap exceeds 0.1.
+TEST(CudaEngine, BundledHeadDim16ModelMatchesCpu) {
   FOLIO_REQUIRE_GPU();
-  for (const char* m : {"llama_gqa", "qwen2_tied"}) {
+  auto run = [](const std::string& device) {
+    LoadOptions o;
+    o.model_dir = std::string(FOLIO_SOURCE_DIR) + "/models/tiny_llama3";
+    o.device = device;
     EngineConfig c;
-    c.num_kv_blocks = 64;
-    auto e = cuda_engine(m, c);
-    ASSERT_FALSE(e.ok()) << m;
-    EXPECT_EQ(e.status().code(), StatusCode::kUnimplemented) << e.status().to_string();
-    EXPECT_NE(e.status().message().find("head_dim 32"), std::string::npos) << e.status().to_string();
+    c.num_kv_blocks = 128;
+    auto e = load_engine(o, c);
+    EXPECT_TRUE(e.ok()) << device << ": " << e.status().to_string();
+    std::vector<GenerateRequest> reqs;
+    for (int i = 0; i < 6; ++i)
+      reqs.push_back(greedy_request({1 + i, 50 + 7 * i, 300 + i, 42, 9 * i + 3}, 20, 2));
+    return run_all(**e, reqs);
+  };
+  const auto cpu = run("cpu"), gpu = run("cuda");
+  int compared = 0;
+  for (size_t i = 0; i < cpu.outputs.size(); ++i) {
+    ASSERT_EQ(gpu.outputs[i].deltas.size(), 1u);
+    const auto& want = cpu.outputs[i].deltas[0];
+    const auto& have = gpu.outputs[i].deltas[0].token_ids;
+    for (size_t s = 0; s < have.size(); ++s, ++compared) {
+      const auto& top = want.logprobs[s].top;
+      if (top.size() < 2 || top[0].logprob - top[1].logprob < 0.1) break;
+      ASSERT_EQ(have[s], want.token_ids[s]) << "request " << i << " token " << s;
+    }
   }
+  EXPECT_GT(compared, 20);
 }
 
 // 48 requests of varied lengths; a third share a common prefix so prefix caching matters.

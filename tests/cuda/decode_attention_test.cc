@@ -99,10 +99,10 @@ std::vector<DecodeCase> cases() {
   std::vector<DecodeCase> out;
   for (DecodeCase c : base) {
     out.push_back(c);
-    if (c.head_dim >= 128 && c.heads / c.kv_heads <= 4) {  // v2 picks 2 vectors per lane here
-      DecodeCase narrow = c;
-      narrow.lane_vectors = 1;
-      out.push_back(narrow);
+    if (c.head_dim >= 128 && c.heads / c.kv_heads <= 4) {  // v2 can take 2 vectors per lane here
+      DecodeCase wide = c;
+      wide.lane_vectors = 2;
+      out.push_back(wide);
     }
     if ((c.head_dim == 64 || c.head_dim == 128) && c.block_size != 3) {
       c.kernel = DecodeKernel::kV1;
@@ -125,7 +125,7 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
   // 2048..16384: partitions of several 1024-token slot tiles (v2 double-buffers them).
   for (L c :
        {L{16, 0, DecodeKernel::kV2}, L{1, 0, DecodeKernel::kV2}, L{16, 4096, DecodeKernel::kV2},
-        L{1, 16384, DecodeKernel::kV2}, L{8, 2048, DecodeKernel::kV2, 1},
+        L{1, 16384, DecodeKernel::kV2}, L{8, 2048, DecodeKernel::kV2, 2},
         L{16, 0, DecodeKernel::kV1}, L{1, 0, DecodeKernel::kV1}}) {
     std::mt19937 rng(c.block_size + c.partition_size);
     AttentionProblem prob(DType::kBF16, 8, 2, 128, c.block_size,

@@ -47,9 +47,10 @@ struct DecodePlan {
   int max_partitions = 0;      // grid depth: ceil(max_context_len / partition_size), >= 1
   int max_context_len = 0;     // the longest context the plan covers
   size_t workspace_bytes = 0;  // device scratch decode_attention needs (0: no split)
-  // v2 only, a tuning knob the bench compares: 16-byte vectors of a K/V row per lane. 0 (the
-  // planner's choice) and 2 use two where head_dim >= 128 and a block holds at most 4 q heads
-  // (fewer shuffles and exponentials per byte, more registers), else one; 1 forces one.
+  // v2 only, a tuning knob the bench compares: 16-byte vectors of a K/V row per lane. 2 uses two
+  // where head_dim >= 128 and a block holds at most 4 q heads (fewer shuffles and exponentials
+  // per byte, more registers), else one; 0 (the planner's choice) and 1 use one: on the H100
+  // (2026-11-22) one vector was 2-5% faster on every K1 shape (bench/results/).
   int lane_vectors = 0;
 };
 

@@ -364,7 +364,7 @@ Status launch_tg_wide(const V2Args<T>& a, int num_seqs, int gc, void* stream) {
 }
 
 bool v2_wide_lanes(const DecodePlan& plan, int head_dim, int gc) {
-  return plan.lane_vectors != 1 && head_dim / 8 >= 16 && gc <= 4;
+  return plan.lane_vectors == 2 && head_dim / 8 >= 16 && gc <= 4;
 }
 
 }  // namespace
