@@ -128,12 +128,16 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
     FOLIO_ASSIGN_OR_RETURN(prefill, cuda::plan_prefill_attention(b.query_start, config.num_heads,
                                                                  config.num_kv_heads));
   }
+  // With TP each rank gathers its vocabulary slice (other ids give zero rows); the all-reduce
+  // completes the rows.
   FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, weights.embed, d.token_ids, x.data(), T,
-                                        config.hidden_size, config.vocab_size, nullptr));
+                                        config.hidden_size, shard.local_vocab, nullptr,
+                                        shard.vocab_start));
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), static_cast<size_t>(T) * config.hidden_size));
   for (int l = 0; l < config.num_layers; ++l)
     FOLIO_RETURN_IF_ERROR(layer(l, b, d, c, all_decode ? &decode : nullptr,
                                 all_decode ? nullptr : &prefill));
-  return compute_logits(b, d, logits);
+  return shard.world > 1 ? compute_logits_tp(b, d, logits) : compute_logits(b, d, logits);
 }
 
 // x += o_proj(attention(rope(qkv(rms_norm(x))))); x += down(silu_and_mul(gate_up(rms_norm(x)))).
@@ -177,12 +181,20 @@ Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepAr
   p.block_table = d.block_table;
   FOLIO_RETURN_IF_ERROR(decode ? cuda::decode_attention(p, *decode, attn_workspace.data(), nullptr)
                                : cuda::prefill_attention(p, *prefill, nullptr));
-  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, true, nullptr));
+  // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
+  // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
+  const bool residual = shard.rank == 0;
+  const size_t x_elems = static_cast<size_t>(T) * H;
+  FOLIO_RETURN_IF_ERROR(
+      gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, nullptr));
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
   FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, nullptr));
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I, H,
                                         false, nullptr));
   FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, nullptr));
-  return gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, true, nullptr);
+  FOLIO_RETURN_IF_ERROR(
+      gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, nullptr));
+  return tp_all_reduce(x.data(), x_elems);
 }
 
 // Final norm and lm_head on the requested rows only, kLogitsChunkRows at a time: gather the rows

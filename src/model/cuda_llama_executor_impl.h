@@ -14,6 +14,7 @@
 #include "backend/cuda/prefill_attention.h"
 #include "model/cuda_llama_executor.h"
 #include "model/cuda_llama_weights.h"
+#include "model/cuda_tp_rank.h"
 
 namespace folio {
 
@@ -43,7 +44,11 @@ struct StepArrays {
 inline constexpr int kLogitsChunkRows = 256;
 
 struct CudaLlamaExecutor::Impl {
-  ModelConfig config;
+  // With tensor parallelism `config` is this rank's view (rank_config: local heads, KV heads and
+  // intermediate size) and `full_config` the whole model; without, both are the model.
+  ModelConfig config, full_config;
+  TpShard shard;  // world 1 (the whole model) without tensor parallelism
+  const CudaTpRank* tp = nullptr;
   CudaExecutorOptions options;
   cuda::DType dt = cuda::DType::kBF16;
   cuda::DeviceInfo info;
@@ -70,6 +75,7 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer x, normed, qkv, q, k, v, attn, gate_up, act;
   cuda::DeviceBuffer rows, rows_normed, logits;  // [kLogitsChunkRows, hidden | vocab]
   cuda::DeviceBuffer attn_workspace;
+  cuda::DeviceBuffer gathered;  // TP: [world, kLogitsChunkRows, local_vocab] fp32 logits
   Status deferred;  // a copy/swap failure, returned by the next execute()
 
   size_t layer_block_bytes() const;  // one block of one layer's K (or V) cache
@@ -80,6 +86,12 @@ struct CudaLlamaExecutor::Impl {
   Status layer(int l, const ForwardBatch& b, const StepArrays& d, const CacheView& c,
                const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill);
   Status compute_logits(const ForwardBatch& b, const StepArrays& d, std::vector<float>* out);
+  // Tensor parallelism (cuda_llama_executor_tp.cc): x = sum of x over the ranks (no-op alone);
+  // logits of the rank's vocabulary slice, gathered to rank 0 (the only one that fills `out`).
+  Status tp_all_reduce(void* buf, size_t elements);
+  Status compute_logits_tp(const ForwardBatch& b, const StepArrays& d, std::vector<float>* out);
+  // Ok alone; with TP, every rank's `st` agreed on (an error anywhere is an error everywhere).
+  Status tp_barrier(const Status& st);
 };
 
 }  // namespace folio
