@@ -22,6 +22,7 @@ struct NcclApi {
   ncclResult_t (*GetUniqueId)(ncclUniqueId*) = nullptr;
   ncclResult_t (*CommInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*) = nullptr;
   ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
+  ncclResult_t (*CommFinalize)(ncclComm_t) = nullptr;
   ncclResult_t (*CommDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*CommAbort)(ncclComm_t) = nullptr;
   ncclResult_t (*AllReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
@@ -62,6 +63,7 @@ Result<const NcclApi*> nccl() {
     sym(api.GetUniqueId, "ncclGetUniqueId");
     sym(api.CommInitRankConfig, "ncclCommInitRankConfig");
     sym(api.CommGetAsyncError, "ncclCommGetAsyncError");
+    sym(api.CommFinalize, "ncclCommFinalize");
     sym(api.CommDestroy, "ncclCommDestroy");
     sym(api.CommAbort, "ncclCommAbort");
     sym(api.AllReduce, "ncclAllReduce");
@@ -174,7 +176,15 @@ Result<std::unique_ptr<Communicator>> Communicator::init(const NcclUniqueId& uid
 
 Communicator::~Communicator() {
   if (!comm_) return;
-  if (auto api = nccl(); api.ok()) (*api)->CommDestroy(static_cast<ncclComm_t>(comm_));
+  auto api = nccl();
+  if (!api.ok()) return;
+  auto comm = static_cast<ncclComm_t>(comm_);
+  // A non-blocking communicator finalizes asynchronously: wait (bounded) before freeing it.
+  const Status st = wait_ready(**api, comm, (*api)->CommFinalize(comm), 10.0, "finalize");
+  if (st.ok())
+    (*api)->CommDestroy(comm);
+  else
+    (*api)->CommAbort(comm);
 }
 
 Status Communicator::all_reduce_sum(void* buf, size_t count, CommType type, void* stream) {

@@ -64,7 +64,10 @@ Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig
                              make_tp_shard(config.num_heads, config.num_kv_heads,
                                            config.intermediate_size, config.vocab_size, r, world));
       rank.ctx.comm = rank.comm.get();
-      rank.ctx.agree = [&g](const Status& own, int64_t v) { return g->agreement.agree(own, v); };
+      RankAgreement* agreement = &g->agreement;  // lives as long as the executor
+      rank.ctx.agree = [agreement](const Status& own, int64_t v) {
+        return agreement->agree(own, v);
+      };
       CudaExecutorOptions o = options;
       o.device = r;
       o.tp = &rank.ctx;
