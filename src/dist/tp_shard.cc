@@ -9,6 +9,15 @@ int TpShard::valid_vocab_rows() const {
   return std::clamp(vocab_size - vocab_start, 0, local_vocab);
 }
 
+TpShard whole_model_shard(int num_heads, int num_kv_heads, int intermediate_size, int vocab_size) {
+  TpShard s;
+  s.local_heads = num_heads;
+  s.local_kv_heads = num_kv_heads;
+  s.local_inter = intermediate_size;
+  s.vocab_size = s.padded_vocab = s.local_vocab = vocab_size;
+  return s;
+}
+
 Status check_tp_divisibility(int num_heads, int num_kv_heads, int intermediate_size, int world) {
   const std::string n = std::to_string(world);
   if (world < 1) return invalid_argument("--tensor-parallel-size must be >= 1, got " + n);

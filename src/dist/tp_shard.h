@@ -41,6 +41,9 @@ struct TpShard {
 Result<TpShard> make_tp_shard(int num_heads, int num_kv_heads, int intermediate_size,
                               int vocab_size, int rank, int world);
 
+// World 1: rank 0 holds everything (the single-GPU model, no padding).
+TpShard whole_model_shard(int num_heads, int num_kv_heads, int intermediate_size, int vocab_size);
+
 // Why a model cannot be split `world` ways, or ok (the checks of make_tp_shard, once for all
 // ranks, for startup errors).
 Status check_tp_divisibility(int num_heads, int num_kv_heads, int intermediate_size, int world);

@@ -237,10 +237,8 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
     m->shard = m->tp->shard;
     m->config = rank_config(config, m->shard);
   } else {
-    m->shard.local_heads = config.num_heads;
-    m->shard.local_kv_heads = config.num_kv_heads;
-    m->shard.local_inter = config.intermediate_size;
-    m->shard.vocab_size = m->shard.padded_vocab = m->shard.local_vocab = config.vocab_size;
+    m->shard = whole_model_shard(config.num_heads, config.num_kv_heads, config.intermediate_size,
+                                 config.vocab_size);
   }
   FOLIO_RETURN_IF_ERROR(cuda_model_supported(m->config));
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));

@@ -71,18 +71,11 @@ struct Layout {
   }
 };
 
-TpShard whole_model(const ModelConfig& c) {
-  TpShard s;
-  s.local_heads = c.num_heads;
-  s.local_kv_heads = c.num_kv_heads;
-  s.local_inter = c.intermediate_size;
-  s.vocab_size = s.padded_vocab = s.local_vocab = c.vocab_size;
-  return s;
-}
-
 // Dummy scales use the whole model's fan-in, so every rank's values are the single-GPU model's.
 Layout build_layout(const ModelConfig& c, const TpShard* shard) {
-  const TpShard t = shard ? *shard : whole_model(c);
+  const TpShard t =
+      shard ? *shard
+            : whole_model_shard(c.num_heads, c.num_kv_heads, c.intermediate_size, c.vocab_size);
   Layout L;
   const int64_t h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
   const int64_t hd = c.head_dim;

@@ -128,7 +128,15 @@ TEST(TpShard, ModelsThatCannotBeSplitGiveClearErrors) {
   EXPECT_NE(inter.status().message().find("intermediate_size 1001"), std::string::npos);
   EXPECT_FALSE(make_tp_shard(8, 8, 1024, 1000, 2, 2).ok());  // rank outside the group
   EXPECT_FALSE(make_tp_shard(8, 8, 1024, 1000, 0, 0).ok());
-  EXPECT_TRUE(make_tp_shard(8, 8, 1024, 1000, 0, 1).ok());  // world 1: the whole model
+  auto one = make_tp_shard(8, 8, 1024, 1000, 0, 1);  // world 1: the whole model
+  ASSERT_TRUE(one.ok());
+  const TpShard whole = whole_model_shard(8, 8, 1024, 1000);
+  EXPECT_EQ(one->local_heads, whole.local_heads);
+  EXPECT_EQ(one->local_kv_heads, whole.local_kv_heads);
+  EXPECT_EQ(one->local_inter, whole.local_inter);
+  EXPECT_EQ(one->local_vocab, whole.local_vocab);
+  EXPECT_EQ(one->padded_vocab, 1000);
+  EXPECT_FALSE(one->kv_replicated);
 }
 
 }  // namespace
