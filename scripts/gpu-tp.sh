@@ -11,6 +11,9 @@
 #     scripts/gpu-tp.sh tests        # the tests only
 #     scripts/gpu-tp.sh bench        # the 8B benchmarks only
 #     scripts/gpu-tp.sh bench70      # (nvidia-h200-x4) the dummy 70B at -tp 4
+#     scripts/gpu-tp.sh bench4       # (nvidia-h200-x4) the dummy 8B at -tp 4
+# `run` takes about 8-10 minutes (the device call limit is 10): if it runs out, call `tests` and
+# `bench` separately. On 4 GPUs, `tests` also runs the TP=4 cases.
 #
 # NCCL is loaded at run time (dlopen of libnccl.so.2): the script finds it in the CUDA toolkit or
 # in the Python nvidia-nccl wheel there and puts its folder on LD_LIBRARY_PATH. NVLink multicast
@@ -73,7 +76,7 @@ tests() {
   grep -q '^\[  PASSED  \]' "$OUTDIR/tp_tests.log" && ! grep -q '^\[  FAILED  \]' "$OUTDIR/tp_tests.log"
 }
 
-# bench_pair CONFIG TAG TP...: B3 then B1 for each tensor-parallel size.
+# bench_models CONFIG TAG TP...: B3 then B1 for each tensor-parallel size.
 bench_models() {
   local config=$1 tag=$2
   shift 2
@@ -99,5 +102,6 @@ case "${1:-}" in
   tests) setup_env; set +e; tests ;;
   bench) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 1 2 ;;
   bench70) setup_env; set +e; bench_models configs/llama-3-70b.json llama3-70b 4 ;;
-  *) echo "usage: $0 stage|run|tests|bench|bench70" >&2; exit 2 ;;
+  bench4) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 4 ;;
+  *) echo "usage: $0 stage|run|tests|bench|bench70|bench4" >&2; exit 2 ;;
 esac
