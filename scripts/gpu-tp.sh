@@ -72,7 +72,7 @@ tests() {
   timeout 540 "$CARRY/folio_cuda_tests" \
     --gtest_output="xml:$OUTDIR/tp_tests.xml" >"$OUTDIR/tp_tests.log" 2>&1
   echo "test binary exit $?"
-  grep -E '^\[ *(FAILED|PASSED|SKIPPED|  OK) *\]|Failure|TP=|Expected|Which is|actual|skipped' \
+  grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|TP=|Expected|Which is|actual|skipped|\(([0-9]{4,}) ms\)' \
     "$OUTDIR/tp_tests.log" | head -n 80
   grep -q '^\[  PASSED  \]' "$OUTDIR/tp_tests.log" && ! grep -q '^\[  FAILED  \]' "$OUTDIR/tp_tests.log"
 }
