@@ -1,6 +1,7 @@
 #include <mma.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -193,10 +194,17 @@ template <typename T, int D>
 Status launch(const PrefillArgs<T>& a, int num_seqs, void* stream) {
   auto kernel = prefill_kernel<T, D>;
   constexpr size_t bytes = Smem<T, D>::bytes;
-  // Above 48 KiB a kernel must opt in; done once per instantiation.
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  FOLIO_CUDA_RETURN_IF_ERROR(attr);
+  // Above 48 KiB a kernel must opt in, once per instantiation and device: the attribute belongs
+  // to the current device's copy of the kernel, and tensor-parallel ranks launch it on several.
+  static std::atomic<uint64_t> opted_in{0};  // bit d: done on device d (< 64)
+  int device = 0;
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit == 0 || !(opted_in.load(std::memory_order_acquire) & bit)) {
+    FOLIO_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    opted_in.fetch_or(bit, std::memory_order_release);
+  }
   const dim3 grid(a.max_row_tiles, num_seqs, a.num_kv_heads);
   kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);
   return launch_status("prefill_kernel");
