@@ -155,7 +155,10 @@ Result<std::unique_ptr<Communicator>> Communicator::init(const NcclUniqueId& uid
   ncclUniqueId id;
   std::memcpy(id.internal, uid.data(), uid.size());
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // returns at once; we poll with a deadline
+  // Non-blocking: returns at once and we poll with a deadline. FOLIO_NCCL_BLOCKING=1 selects
+  // NCCL's blocking mode instead (no deadline), to compare if the non-blocking path misbehaves.
+  const char* blocking = std::getenv("FOLIO_NCCL_BLOCKING");
+  config.blocking = blocking && std::string(blocking) == "1" ? 1 : 0;
   ncclComm_t comm = nullptr;
   ncclResult_t r = api->CommInitRankConfig(&comm, world, id, rank, &config);
   Status st = r == ncclInProgress || r == ncclSuccess

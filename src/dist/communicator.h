@@ -7,8 +7,9 @@
 // each rank thread makes its device current (cudaSetDevice) and calls init() with it. init()
 // is non-blocking underneath (ncclCommInitRankConfig with blocking = 0) and polls the
 // communicator's state until ready or `timeout_s`, so a rank that never arrives gives an error,
-// not a hang. Collectives run on `stream` (nullptr: the legacy default stream, which orders them
-// with the executor's kernels) and are asynchronous like kernels.
+// not a hang (FOLIO_NCCL_BLOCKING=1: NCCL's blocking mode, no deadline). Collectives run on
+// `stream` (nullptr: the legacy default stream, which orders them with the executor's kernels) and
+// are asynchronous like kernels.
 //
 // NVLink multicast (NVLS) stays off: init sets NCCL_NVLS_ENABLE=0 in the process environment
 // before NCCL reads it, unless the user set the variable. On hosts whose GPUs others share, NVLS
