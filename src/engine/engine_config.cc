@@ -14,6 +14,9 @@ Status EngineConfig::validate() const {
     return invalid_argument("--gpu-memory-utilization must be in (0, 1]");
   if (dtype != "auto" && dtype != "bfloat16" && dtype != "float16")
     return invalid_argument("--dtype must be auto, bfloat16 or float16, got " + dtype);
+  if (tensor_parallel_size < 1)
+    return invalid_argument("--tensor-parallel-size must be >= 1, got " +
+                            std::to_string(tensor_parallel_size));
   return sched.validate();
 }
 

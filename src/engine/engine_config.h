@@ -23,6 +23,9 @@ struct EngineConfig {
   // ("auto" | "bfloat16" | "float16").
   double gpu_memory_utilization = 0.9;
   std::string dtype = "auto";
+  // Tensor parallelism (CUDA): the model is split over this many GPUs of the host, one scheduler
+  // and KV manager for all of them (model/cuda_tp_executor.h).
+  int tensor_parallel_size = 1;
   bool enable_prefix_caching = true;
   // Sample on the device when the backend can (the CUDA executor): logits stay on the GPU. Off:
   // every logits row comes to the host and the host Sampler draws (same contract, for checks).

@@ -10,6 +10,7 @@
 #include "model/safetensors.h"
 #ifdef FOLIO_HAVE_CUDA
 #include "model/cuda_llama_executor.h"
+#include "model/cuda_tp_executor.h"
 #endif
 
 namespace folio {
@@ -82,6 +83,11 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const
     FOLIO_ASSIGN_OR_RETURN(Checkpoint opened, Checkpoint::open(o.model_dir));
     ck = std::make_unique<Checkpoint>(std::move(opened));
   }
+  if (c.tensor_parallel_size > 1) {
+    FOLIO_ASSIGN_OR_RETURN(auto tp,
+                           CudaTpExecutor::create(model, ck.get(), x, c.tensor_parallel_size));
+    return std::unique_ptr<Executor>(std::move(tp));
+  }
   FOLIO_ASSIGN_OR_RETURN(auto ex, CudaLlamaExecutor::create(model, ck.get(), x));
   return std::unique_ptr<Executor>(std::move(ex));
 }
@@ -115,8 +121,16 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
     tokenizer = std::make_shared<const Tokenizer>(std::move(t));
   }
   std::unique_ptr<Executor> executor;
+  const int tp = config.tensor_parallel_size;
+  if (tp > 1 && device != "cuda")
+    return invalid_argument("--tensor-parallel-size " + std::to_string(tp) +
+                            " needs --device cuda (or auto with GPUs present); this run is on " +
+                            device);
 #ifdef FOLIO_HAVE_CUDA
-  if (device == "cuda" && o.device == "auto" && !cuda_model_supported(model).ok()) {
+  if (tp > 1) {
+    FOLIO_RETURN_IF_ERROR(check_tensor_parallel(model, tp));
+    FOLIO_ASSIGN_OR_RETURN(executor, make_cuda_executor(o, config, model, dummy));
+  } else if (device == "cuda" && o.device == "auto" && !cuda_model_supported(model).ok()) {
     log_warn("--device auto: " + cuda_model_supported(model).message() + "; running on cpu");
   } else if (device == "cuda") {
     FOLIO_ASSIGN_OR_RETURN(executor, make_cuda_executor(o, config, model, dummy));

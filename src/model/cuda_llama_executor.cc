@@ -131,13 +131,17 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
     FOLIO_ASSIGN_OR_RETURN(prefill, cuda::plan_prefill_attention(b.query_start, config.num_heads,
                                                                  config.num_kv_heads));
   }
+  // With TP each rank gathers its vocabulary slice (other ids give zero rows); the all-reduce
+  // completes the rows.
   FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, weights.embed, d.token_ids, x.data(), T,
-                                        config.hidden_size, config.vocab_size, nullptr));
+                                        config.hidden_size, shard.local_vocab, nullptr,
+                                        shard.vocab_start));
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), static_cast<size_t>(T) * config.hidden_size));
   mark("embedding");
   for (int l = 0; l < config.num_layers; ++l)
     FOLIO_RETURN_IF_ERROR(layer(l, b, d, c, all_decode ? &decode : nullptr,
                                 all_decode ? nullptr : &prefill));
-  return compute_logits(b, d, req);
+  return shard.world > 1 ? compute_logits_tp(b, d, req) : compute_logits(b, d, req);
 }
 
 // x += o_proj(attention(rope(qkv(rms_norm(x))))); x += down(silu_and_mul(gate_up(rms_norm(x)))).
@@ -188,8 +192,15 @@ Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepAr
   FOLIO_RETURN_IF_ERROR(decode ? cuda::decode_attention(p, *decode, attn_workspace.data(), nullptr)
                                : cuda::prefill_attention(p, *prefill, nullptr));
   mark(decode ? "attn_decode" : "attn_prefill");
-  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, true, nullptr));
+  // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
+  // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
+  const bool residual = shard.rank == 0;
+  const size_t x_elems = static_cast<size_t>(T) * H;
+  FOLIO_RETURN_IF_ERROR(
+      gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, nullptr));
   mark("o_gemm");
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
+  mark("all_reduce");
   FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, nullptr));
   mark("rms_norm");
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I, H,
@@ -197,28 +208,22 @@ Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepAr
   mark("gate_up_gemm");
   FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, nullptr));
   mark("silu_mul");
-  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, true, nullptr));
+  FOLIO_RETURN_IF_ERROR(
+      gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, nullptr));
   mark("down_gemm");
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
+  mark("all_reduce");
   return Status();
 }
 
 // Final norm and lm_head on the requested rows only, kLogitsChunkRows at a time: gather the rows
-// (the embedding gather with x as the table), norm, fp32 GEMM; then sample the chunk's device
-// rows and copy the rows the host asked for.
+// (the embedding gather with x as the table), norm, fp32 GEMM; each chunk is then delivered.
 Status CudaLlamaExecutor::Impl::compute_logits(const ForwardBatch& b, const StepArrays& d,
                                                const LogitsRequest& req) {
   const int R = static_cast<int>(b.logits_rows.size()), H = config.hidden_size;
   const int V = config.vocab_size, T = b.num_tokens();
-  const DeviceSamplingBatch* s = req.sampling;
-  if (s) {
-    if ((!s->rows.empty() && s->rows.back().logits_row >= R) ||
-        (!s->host_rows.empty() && (s->host_rows.front() < 0 || s->host_rows.back() >= R)))
-      return internal_error("DeviceSamplingBatch: a row outside ForwardBatch::logits_rows");
-    FOLIO_RETURN_IF_ERROR(upload_sampling(*s));
-  }
-  const size_t returned = s ? s->host_rows.size() : static_cast<size_t>(R);
-  if (req.host_logits) req.host_logits->resize(returned * V);
-  size_t next_host = 0;  // index into s->host_rows
+  FOLIO_RETURN_IF_ERROR(begin_logits(req, R));
+  size_t next_host = 0;
   for (int r0 = 0; r0 < R; r0 += kLogitsChunkRows) {
     const int n = std::min(kLogitsChunkRows, R - r0);
     FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, x.data(), d.logits_rows + r0, rows.data(), n, H, T,
@@ -228,30 +233,52 @@ Status CudaLlamaExecutor::Impl::compute_logits(const ForwardBatch& b, const Step
     FOLIO_RETURN_IF_ERROR(logits_gemm->matmul_nt_f32(dt, rows_normed.data(), weights.lm_head,
                                                      logits.as<float>(), n, V, H, nullptr));
     mark("lm_head");
-    if (s) FOLIO_RETURN_IF_ERROR(sample_chunk(*s, r0, n));
-    mark("sampling");
-    if (!req.host_logits) continue;
-    if (!s) {
-      FOLIO_RETURN_IF_ERROR(cuda::copy(req.host_logits->data() + static_cast<size_t>(r0) * V,
-                                       logits.data(), sizeof(float) * n * V));
-    } else {
-      // Runs of consecutive host rows in this chunk, one copy each.
-      while (next_host < s->host_rows.size() && s->host_rows[next_host] < r0 + n) {
-        size_t run = 1;
-        while (next_host + run < s->host_rows.size() &&
-               s->host_rows[next_host + run] == s->host_rows[next_host] + static_cast<int>(run) &&
-               s->host_rows[next_host + run] < r0 + n)
-          ++run;
-        FOLIO_RETURN_IF_ERROR(cuda::copy(
-            req.host_logits->data() + next_host * V,
-            logits.as<float>() + static_cast<size_t>(s->host_rows[next_host] - r0) * V,
-            sizeof(float) * run * V));
-        next_host += run;
-      }
-    }
-    mark("logits_to_host");
+    FOLIO_RETURN_IF_ERROR(deliver_chunk(req, r0, n, logits.as<float>(), next_host));
   }
-  if (s && req.samples) FOLIO_RETURN_IF_ERROR(download_samples(*s, *req.samples));
+  return end_logits(req);
+}
+
+Status CudaLlamaExecutor::Impl::begin_logits(const LogitsRequest& req, int R) {
+  const DeviceSamplingBatch* s = req.sampling;
+  if (s) {
+    if ((!s->rows.empty() && s->rows.back().logits_row >= R) ||
+        (!s->host_rows.empty() && (s->host_rows.front() < 0 || s->host_rows.back() >= R)))
+      return internal_error("DeviceSamplingBatch: a row outside ForwardBatch::logits_rows");
+    FOLIO_RETURN_IF_ERROR(upload_sampling(*s));
+  }
+  const size_t returned = s ? s->host_rows.size() : static_cast<size_t>(R);
+  if (req.host_logits) req.host_logits->resize(returned * config.vocab_size);
+  return Status();
+}
+
+Status CudaLlamaExecutor::Impl::deliver_chunk(const LogitsRequest& req, int r0, int n, float* chunk,
+                                              size_t& next_host) {
+  const size_t V = static_cast<size_t>(config.vocab_size);
+  const DeviceSamplingBatch* s = req.sampling;
+  if (s) FOLIO_RETURN_IF_ERROR(sample_chunk(*s, r0, n, chunk));  // edits and restores the rows
+  mark("sampling");
+  if (!req.host_logits) return Status();
+  if (!s)
+    return cuda::copy(req.host_logits->data() + static_cast<size_t>(r0) * V, chunk,
+                      sizeof(float) * n * V);
+  // Runs of consecutive host rows in this chunk, one copy each.
+  const std::vector<int32_t>& hr = s->host_rows;
+  while (next_host < hr.size() && hr[next_host] < r0 + n) {
+    size_t run = 1;
+    while (next_host + run < hr.size() && hr[next_host + run] == hr[next_host] + static_cast<int>(run) &&
+           hr[next_host + run] < r0 + n)
+      ++run;
+    FOLIO_RETURN_IF_ERROR(cuda::copy(req.host_logits->data() + next_host * V,
+                                     chunk + static_cast<size_t>(hr[next_host] - r0) * V,
+                                     sizeof(float) * run * V));
+    next_host += run;
+  }
+  mark("logits_to_host");
+  return Status();
+}
+
+Status CudaLlamaExecutor::Impl::end_logits(const LogitsRequest& req) {
+  if (req.sampling && req.samples) FOLIO_RETURN_IF_ERROR(download_samples(*req.sampling, *req.samples));
   mark("samples_to_host");
   if (timer) timer->end_step();
   return cuda::synchronize();  // surfaces any asynchronous kernel error of this step

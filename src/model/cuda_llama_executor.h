@@ -27,6 +27,8 @@
 
 namespace folio {
 
+struct CudaTpRank;  // model/cuda_tp_rank.h: a tensor-parallel rank's shard and communicator
+
 struct CudaExecutorOptions {
   std::string dtype = "auto";          // auto (the checkpoint's; fp32 runs in bf16) | bfloat16 | float16
   double gpu_memory_utilization = 0.9;  // share of the GPU's total memory this executor may use
@@ -37,6 +39,10 @@ struct CudaExecutorOptions {
   int max_num_seqs = 256;
   int max_model_len = 0;                // 0: the model's max_position_embeddings
   uint64_t seed = 0;                    // dummy weights
+  int device = 0;                       // the CUDA device (made current by create())
+  // Tensor parallelism: this executor is one rank of a group (CudaTpExecutor owns them); it
+  // holds its shard of every layer and of the KV heads. nullptr: the whole model.
+  const CudaTpRank* tp = nullptr;
 };
 
 // What create() measured and decided, for logs and tests.
@@ -74,6 +80,8 @@ class CudaLlamaExecutor final : public Executor {
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void swap_out(std::span<const BlockCopy> copies) override;
   void swap_in(std::span<const BlockCopy> copies) override;
+  // The failure of a copy/swap that the next execute() will return (ok when none).
+  Status pending_error() const;
 
   // Bytes of KV cache one block takes over all layers (K and V) in a 16-bit dtype.
   static size_t kv_block_bytes(const ModelConfig& config, int block_size);

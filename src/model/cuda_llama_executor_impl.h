@@ -16,6 +16,7 @@
 #include "backend/device_sampling.h"
 #include "model/cuda_llama_executor.h"
 #include "model/cuda_llama_weights.h"
+#include "model/cuda_tp_rank.h"
 
 namespace folio {
 
@@ -53,7 +54,11 @@ struct LogitsRequest {
 inline constexpr int kLogitsChunkRows = 256;
 
 struct CudaLlamaExecutor::Impl {
-  ModelConfig config;
+  // With tensor parallelism `config` is this rank's view (rank_config: local heads, KV heads and
+  // intermediate size) and `full_config` the whole model; without, both are the model.
+  ModelConfig config, full_config;
+  TpShard shard;  // world 1 (the whole model) without tensor parallelism
+  const CudaTpRank* tp = nullptr;
   CudaExecutorOptions options;
   cuda::DType dt = cuda::DType::kBF16;
   cuda::DeviceInfo info;
@@ -80,6 +85,7 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer x, normed, qkv, q, k, v, attn, gate_up, act;
   cuda::DeviceBuffer rows, rows_normed, logits;  // [kLogitsChunkRows, hidden | vocab]
   cuda::DeviceBuffer attn_workspace;
+  cuda::DeviceBuffer gathered;  // TP: [world, kLogitsChunkRows, local_vocab] fp32 logits
   Status deferred;  // a copy/swap failure, returned by the next execute()
   // Device sampling: rows and ops uploaded in one copy, results downloaded in one copy.
   cuda::PinnedHostBuffer sample_host;
@@ -99,10 +105,24 @@ struct CudaLlamaExecutor::Impl {
   Status layer(int l, const ForwardBatch& b, const StepArrays& d, const CacheView& c,
                const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill);
   Status compute_logits(const ForwardBatch& b, const StepArrays& d, const LogitsRequest& req);
+  // begin: checks and uploads req.sampling, sizes req.host_logits; end: downloads the samples
+  // and synchronizes (surfacing any asynchronous error of the step).
+  Status begin_logits(const LogitsRequest& req, int num_rows);
+  Status end_logits(const LogitsRequest& req);
+  // Hands one chunk of [n, vocab] fp32 logits (rows [r0, r0 + n) of logits_rows, at `chunk` on
+  // the device) to the request: the device rows are sampled, the host rows copied.
+  // `next_host` walks req.sampling->host_rows across chunks.
+  Status deliver_chunk(const LogitsRequest& req, int r0, int n, float* chunk, size_t& next_host);
   // cuda_llama_sampling.cc: the device sampler around compute_logits' chunks.
   Status upload_sampling(const DeviceSamplingBatch& s);
-  Status sample_chunk(const DeviceSamplingBatch& s, int r0, int n);
+  Status sample_chunk(const DeviceSamplingBatch& s, int r0, int n, float* chunk);
   Status download_samples(const DeviceSamplingBatch& s, std::vector<DeviceSample>& out);
+  // Tensor parallelism (cuda_llama_executor_tp.cc): x = sum of x over the ranks (no-op alone);
+  // logits of the rank's vocabulary slice, gathered to rank 0 (the only one that delivers).
+  Status tp_all_reduce(void* buf, size_t elements);
+  Status compute_logits_tp(const ForwardBatch& b, const StepArrays& d, const LogitsRequest& req);
+  // Ok alone; with TP, every rank's `st` agreed on (an error anywhere is an error everywhere).
+  Status tp_barrier(const Status& st);
 };
 
 }  // namespace folio

@@ -62,7 +62,9 @@ CudaLlamaExecutor::~CudaLlamaExecutor() {
   if (impl_ && impl_->timer) log_info(impl_->timer->report());
 }
 
-std::string CudaLlamaExecutor::device_name() const { return "cuda:0 (" + impl_->info.name + ")"; }
+std::string CudaLlamaExecutor::device_name() const {
+  return "cuda:" + std::to_string(impl_->options.device) + " (" + impl_->info.name + ")";
+}
 int CudaLlamaExecutor::vocab_size() const { return impl_->config.vocab_size; }
 const KvCacheShape& CudaLlamaExecutor::kv_shape() const { return impl_->kv; }
 const CudaMemoryReport& CudaLlamaExecutor::memory_report() const { return impl_->report; }
@@ -107,12 +109,14 @@ Status CudaLlamaExecutor::Impl::reserve_activations(int tokens) {
 namespace {
 
 // Weights, GEMM handles, rope table, activations and the decode workspace for the largest step.
-Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int max_len) {
+Status load_and_allocate(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int max_len) {
   const ModelConfig& c = m.config;
+  const TpShard* shard = m.tp ? &m.shard : nullptr;  // the loader takes the whole model's config
   if (ck) {
-    FOLIO_ASSIGN_OR_RETURN(m.weights, CudaLlamaWeights::load(c, *ck, m.dt));
+    FOLIO_ASSIGN_OR_RETURN(m.weights, CudaLlamaWeights::load(m.full_config, *ck, m.dt, shard));
   } else {
-    FOLIO_ASSIGN_OR_RETURN(m.weights, CudaLlamaWeights::dummy(c, m.dt, m.options.seed));
+    FOLIO_ASSIGN_OR_RETURN(m.weights,
+                           CudaLlamaWeights::dummy(m.full_config, m.dt, m.options.seed, shard));
   }
   FOLIO_ASSIGN_OR_RETURN(m.gemm, cuda::Gemm::create());
   FOLIO_ASSIGN_OR_RETURN(m.logits_gemm, cuda::LogitsGemm::create());
@@ -130,6 +134,14 @@ Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int ma
                                                                   m.info.num_sms));
     FOLIO_RETURN_IF_ERROR(ensure_device(m.attn_workspace, plan.workspace_bytes));
   }
+  return Status();
+}
+
+Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int max_len) {
+  // With TP the profiling forward is collective: every rank must have got this far.
+  FOLIO_RETURN_IF_ERROR(m.tp_barrier(load_and_allocate(m, ck, max_len)));
+  const ModelConfig& c = m.config;
+  const int tokens = std::min(m.options.max_num_batched_tokens, m.options.max_num_seqs * max_len);
   // The profiling forward: the largest prefill step over a zeroed one-layer scratch cache.
   ForwardBatch b = profile_batch(tokens, max_len, m.options.max_num_seqs, m.kv.block_size);
   const int scratch_blocks = (std::min(tokens, max_len) + m.kv.block_size - 1) / m.kv.block_size;
@@ -154,12 +166,13 @@ Status allocate_kv(CudaLlamaExecutor::Impl& m, int max_len) {
   r.kv_budget_bytes = budget > r.peak_bytes ? static_cast<size_t>(budget - r.peak_bytes) : 0;
   r.kv_block_bytes = CudaLlamaExecutor::kv_block_bytes(m.config, m.kv.block_size);
   const int bs = m.kv.block_size;
+  Status planned;
   if (m.options.num_blocks > 0) {
     m.kv.num_blocks = m.options.num_blocks;
   } else {
     const size_t n = r.kv_budget_bytes / r.kv_block_bytes;
     if (n * bs < static_cast<size_t>(max_len))
-      return resource_exhausted(
+      planned = resource_exhausted(
           "--gpu-memory-utilization " + std::to_string(m.options.gpu_memory_utilization) +
           " leaves " + gib(r.kv_budget_bytes) + " for the KV cache (" + gib(r.peak_bytes) +
           " in use after loading and profiling, of " + gib(mem.total_bytes) + "): room for " +
@@ -167,6 +180,11 @@ Status allocate_kv(CudaLlamaExecutor::Impl& m, int max_len) {
           std::to_string(max_len) + "; raise it or lower --max-model-len");
     m.kv.num_blocks = static_cast<int>(std::min<size_t>(n, 1u << 30));
   }
+  if (m.tp) {  // every rank holds every block (of its KV heads): the smallest plan wins
+    FOLIO_ASSIGN_OR_RETURN(int64_t agreed, m.tp->agree(planned, m.kv.num_blocks));
+    m.kv.num_blocks = static_cast<int>(agreed);
+  }
+  FOLIO_RETURN_IF_ERROR(planned);
   const size_t layer_bytes = static_cast<size_t>(m.kv.num_blocks) * m.layer_block_bytes();
   auto arena = cuda::DeviceBuffer::allocate(2 * layer_bytes * m.config.num_layers);
   if (!arena.ok())
@@ -209,15 +227,27 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   FOLIO_RETURN_IF_ERROR(check_options(options));
   FOLIO_ASSIGN_OR_RETURN(int num_devices, cuda::device_count());
   if (num_devices == 0) return not_found("--device cuda: no CUDA device found");
-  FOLIO_RETURN_IF_ERROR(cuda_model_supported(config));
+  if (options.device < 0 || options.device >= num_devices)
+    return not_found("CUDA device " + std::to_string(options.device) + " not present (" +
+                     std::to_string(num_devices) + " found)");
+  FOLIO_RETURN_IF_ERROR(cuda::set_device(options.device));
   auto m = std::make_unique<Impl>();
   m->timer = cuda::StageTimer::from_env();
-  m->config = config;
+  m->full_config = m->config = config;
   m->options = options;
+  m->tp = options.tp;
+  if (m->tp) {
+    m->shard = m->tp->shard;
+    m->config = rank_config(config, m->shard);
+  } else {
+    m->shard = whole_model_shard(config.num_heads, config.num_kv_heads, config.intermediate_size,
+                                 config.vocab_size);
+  }
+  FOLIO_RETURN_IF_ERROR(cuda_model_supported(m->config));
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));
-  FOLIO_ASSIGN_OR_RETURN(m->info, cuda::device_info(0));
+  FOLIO_ASSIGN_OR_RETURN(m->info, cuda::device_info(options.device));
   m->kv.num_layers = config.num_layers;
-  m->kv.num_kv_heads = config.num_kv_heads;
+  m->kv.num_kv_heads = m->config.num_kv_heads;
   m->kv.head_dim = config.head_dim;
   m->kv.block_size = options.block_size;
   const int max_len = options.max_model_len > 0 ? options.max_model_len
@@ -226,24 +256,27 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   CudaMemoryReport& r = m->report;
   r.device = m->info.name;
   r.total_bytes = mem.total_bytes;
-  r.weight_bytes = CudaLlamaWeights::num_bytes(config, m->dt);
+  r.weight_bytes = CudaLlamaWeights::num_bytes(config, m->dt, m->tp ? &m->shard : nullptr);
   const double budget = options.gpu_memory_utilization * static_cast<double>(mem.total_bytes);
   if (static_cast<double>(mem.used_bytes() + r.weight_bytes) > budget)
-    return resource_exhausted(
+    return m->tp_barrier(resource_exhausted(
         "the model's weights (" + gib(r.weight_bytes) + " in " + cuda::dtype_name(m->dt) +
         ") plus " + gib(mem.used_bytes()) + " already in use exceed --gpu-memory-utilization " +
         std::to_string(options.gpu_memory_utilization) + " of " + gib(mem.total_bytes) + " on " +
-        m->info.name);
+        m->info.name));
   FOLIO_RETURN_IF_ERROR(load_and_reserve(*m, checkpoint, max_len));
   FOLIO_RETURN_IF_ERROR(allocate_kv(*m, max_len));
-  log_info("cuda: " + m->info.name + ", " + cuda::dtype_name(m->dt) + " weights " +
-           gib(r.weight_bytes) + ", peak after profiling " + gib(r.peak_bytes) + " of " +
-           gib(r.total_bytes) + "; KV cache " + std::to_string(r.num_blocks) + " blocks x " +
-           std::to_string(options.block_size) + " = " +
-           std::to_string(static_cast<int64_t>(r.num_blocks) * options.block_size) +
-           " tokens (" + gib(static_cast<double>(r.num_blocks) * r.kv_block_bytes) + "), " +
-           std::to_string(r.max_len_seqs) + " sequences of " + std::to_string(max_len) +
-           " tokens; swap " + std::to_string(m->kv.num_swap_blocks) + " blocks");
+  if (m->shard.rank == 0)  // one line per group: the ranks' plans agree
+    log_info("cuda: " + m->info.name + ", " + cuda::dtype_name(m->dt) + " weights " +
+             gib(r.weight_bytes) + ", peak after profiling " + gib(r.peak_bytes) + " of " +
+             gib(r.total_bytes) + "; KV cache " + std::to_string(r.num_blocks) + " blocks x " +
+             std::to_string(options.block_size) + " = " +
+             std::to_string(static_cast<int64_t>(r.num_blocks) * options.block_size) + " tokens (" +
+             gib(static_cast<double>(r.num_blocks) * r.kv_block_bytes) + "), " +
+             std::to_string(r.max_len_seqs) + " sequences of " + std::to_string(max_len) +
+             " tokens; swap " + std::to_string(m->kv.num_swap_blocks) + " blocks" +
+             (m->shard.world > 1 ? "; per rank of tensor-parallel " + std::to_string(m->shard.world)
+                                 : std::string()));
   return std::unique_ptr<CudaLlamaExecutor>(new CudaLlamaExecutor(std::move(m)));
 }
 

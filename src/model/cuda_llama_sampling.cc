@@ -51,7 +51,8 @@ Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
 
 // Samples the rows whose logits_row lies in this chunk [r0, r0 + n) of ForwardBatch::logits_rows
 // (the rows are ascending, so they form one run).
-Status CudaLlamaExecutor::Impl::sample_chunk(const DeviceSamplingBatch& s, int r0, int n) {
+Status CudaLlamaExecutor::Impl::sample_chunk(const DeviceSamplingBatch& s, int r0, int n,
+                                             float* chunk) {
   size_t begin = 0;
   while (begin < s.rows.size() && s.rows[begin].logits_row < r0) ++begin;
   size_t end = begin;
@@ -61,7 +62,7 @@ Status CudaLlamaExecutor::Impl::sample_chunk(const DeviceSamplingBatch& s, int r
   auto* in = static_cast<std::byte*>(sample_in.data());
   auto* out = static_cast<std::byte*>(sample_out.data());
   cuda::SampleRowsArgs a;
-  a.logits = logits.as<float>();
+  a.logits = chunk;
   a.vocab = config.vocab_size;
   a.num_logits_rows = n;
   a.logits_row_offset = r0;

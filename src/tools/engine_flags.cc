@@ -12,6 +12,9 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
   c->add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
                 "share of GPU memory for weights, activations and KV cache (CUDA)")
       ->check(CLI::Range(0.01, 1.0));
+  c->add_option("--tensor-parallel-size", f.tensor_parallel_size,
+                "GPUs to split the model over (CUDA, one host; also -tp)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--load-format", f.load.load_format, "auto | dummy (random weights)");
   c->add_option("--model-config", f.load.model_config_file, "config.json for --load-format dummy");
   c->add_option("--kv-cache-mode", f.kv_cache_mode, "paged (PagedAttention) | token (TokenAttention)")
@@ -48,6 +51,19 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
       ->check(CLI::NonNegativeNumber);
 }
 
+std::vector<std::string> expand_short_aliases(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-tp")
+      a = "--tensor-parallel-size";
+    else if (a.rfind("-tp=", 0) == 0)
+      a = "--tensor-parallel-size=" + a.substr(4);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   EngineConfig c;
   c.kv_mode = f.kv_cache_mode == "token" ? KvCacheMode::kToken : KvCacheMode::kPaged;
@@ -58,6 +74,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.swap_space_gib = f.swap_space_gib;
   c.gpu_memory_utilization = f.gpu_memory_utilization;
   c.dtype = f.dtype;
+  c.tensor_parallel_size = f.tensor_parallel_size;
   c.enable_prefix_caching = f.enable_prefix_caching;
   c.device_sampling = f.device_sampling;
   c.sched.preemption_mode =

@@ -2,9 +2,9 @@
 // vLLM's names, turned into LoadOptions + EngineConfig after validation.
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "engine/engine_factory.h"
 
@@ -27,6 +27,7 @@ struct EngineFlags {
   double swap_space_gib = 0.0;
   double gpu_memory_utilization = 0.9;
   std::string dtype = "auto";
+  int tensor_parallel_size = 1;
   bool enable_prefix_caching = true;
   bool device_sampling = true;
   std::string preemption_mode = "recompute";
@@ -42,6 +43,9 @@ struct EngineFlags {
 
 // `model_required`: --model must be given (generate); serve has a default model.
 void add_engine_flags(CLI::App* cmd, EngineFlags& f, bool model_required);
+// vLLM spells --tensor-parallel-size `-tp`, a short option CLI11 cannot declare: main() rewrites
+// "-tp" (and "-tp=N") to the long form before parsing.
+std::vector<std::string> expand_short_aliases(int argc, char** argv);
 Result<EngineConfig> to_engine_config(const EngineFlags& f);
 
 }  // namespace folio::tools

@@ -1,7 +1,11 @@
 // folio: one executable, one subcommand per job (generate, tokenize, serve, bench, ...).
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "tools/commands.h"
+#include "tools/engine_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"folio: an LLM inference and serving engine (PagedAttention, TokenAttention)"};
@@ -15,7 +19,11 @@ int main(int argc, char** argv) {
   folio::tools::register_render_chat(app, exit_code);
   folio::tools::register_bench(app, exit_code);
   try {
-    app.parse(argc, argv);
+    // CLI11 parses a reversed vector of arguments (without the program name).
+    std::vector<std::string> args = folio::tools::expand_short_aliases(argc, argv);
+    args.erase(args.begin());
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // bad flags are bad input: exit code 2

@@ -1,5 +1,6 @@
 #include "backend/cuda/device_memory.h"
 
+#include <string>
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
@@ -86,6 +87,18 @@ Status copy(void* dst, const void* src, size_t bytes) {
 Status memset_async(void* dst, int byte, size_t bytes, void* stream) {
   if (bytes == 0) return Status();
   return cuda_status(cudaMemsetAsync(dst, byte, bytes, as_stream(stream)), "cudaMemsetAsync");
+}
+
+Status copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+               size_t height) {
+  if (width == 0 || height == 0) return Status();
+  return cuda_status(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDefault),
+                     "cudaMemcpy2D");
+}
+
+Status set_device(int device) {
+  return cuda_status(cudaSetDevice(device),
+                     ("cudaSetDevice(" + std::to_string(device) + ")").c_str());
 }
 
 Status synchronize(void* stream) {

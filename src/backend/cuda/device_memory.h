@@ -70,6 +70,12 @@ Status copy_async(void* dst, const void* src, size_t bytes, void* stream = nullp
 // Blocking copy (then the data is usable on the host).
 Status copy(void* dst, const void* src, size_t bytes);
 Status memset_async(void* dst, int byte, size_t bytes, void* stream = nullptr);
+// Blocking strided copy of `height` rows of `width` bytes (cudaMemcpy2D, any direction): a
+// column slice of a row-major matrix, or rows scattered into a wider one.
+Status copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+               size_t height);
+// Makes `device` current for the calling thread (each tensor-parallel rank's thread).
+Status set_device(int device);
 Status synchronize(void* stream = nullptr);
 
 }  // namespace folio::cuda

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/smem_opt_in.h"
 #include "backend/cuda/prefill_attention_kernels.h"
 
 namespace folio::cuda::prefill_detail {
@@ -196,10 +197,8 @@ template <typename T, int D>
 Status launch(const PrefillArgs<T>& a, int num_seqs, void* stream) {
   auto kernel = prefill_kernel<T, D>;
   constexpr size_t bytes = Smem<T, D>::bytes;
-  // Above 48 KiB a kernel must opt in; done once per instantiation.
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  FOLIO_CUDA_RETURN_IF_ERROR(attr);
+  // Above 48 KiB a kernel must opt in, on every device it runs on.
+  FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
   const dim3 grid(a.max_row_tiles, num_seqs, a.num_kv_heads);
   kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);
   return launch_status("prefill_kernel");

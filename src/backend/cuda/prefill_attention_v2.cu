@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/smem_opt_in.h"
 #include "backend/cuda/mma_ptx.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
 
@@ -308,10 +309,8 @@ Status launch(const Args<T>& a, int num_seqs, void* stream) {
   auto kernel = prefill_v2_kernel<T, DP, MT>;
   constexpr size_t bytes = Cfg<DP, MT>::kBytes;
   static_assert(bytes <= 227 * 1024, "shared memory per block");
-  // Above 48 KiB a kernel must opt in; done once per instantiation.
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  FOLIO_CUDA_RETURN_IF_ERROR(attr);
+  // Above 48 KiB a kernel must opt in, on every device it runs on.
+  FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
   const dim3 grid(a.row_tiles, num_seqs, a.num_kv_heads);
   kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);
   return launch_status("prefill_v2_kernel");

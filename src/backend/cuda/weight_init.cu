@@ -22,6 +22,17 @@ __global__ void fill_uniform_kernel(T* dst, size_t n, float scale, uint64_t seed
 }
 
 template <typename T>
+__global__ void fill_uniform_slice_kernel(T* dst, size_t rows, size_t cols, size_t full_cols,
+                                          size_t row0, size_t col0, float scale, uint64_t seed) {
+  const size_t n = rows * cols;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t r = i / cols, c = i % cols;
+    dst[i] = from_float<T>(uniform_at(seed, (row0 + r) * full_cols + col0 + c) * scale);
+  }
+}
+
+template <typename T>
 __global__ void fill_constant_kernel(T* dst, size_t n, float value) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
@@ -54,6 +65,17 @@ Status fill_uniform(DType dtype, void* dst, size_t n, float scale, uint64_t seed
     fill_uniform_kernel<T><<<grid_for(n), 256, 0, as_stream(stream)>>>(static_cast<T*>(dst), n,
                                                                        scale, seed);
     return launch_status("fill_uniform_kernel");
+  });
+}
+
+Status fill_uniform_slice(DType dtype, void* dst, size_t rows, size_t cols, size_t full_cols,
+                          size_t row0, size_t col0, float scale, uint64_t seed, void* stream) {
+  const size_t n = rows * cols;
+  if (n == 0) return Status();
+  return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
+    fill_uniform_slice_kernel<T><<<grid_for(n), 256, 0, as_stream(stream)>>>(
+        static_cast<T*>(dst), rows, cols, full_cols, row0, col0, scale, seed);
+    return launch_status("fill_uniform_slice_kernel");
   });
 }
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Tensor parallelism on a multi-GPU machine, in one device call: the TP tests (TP=2 and, with 4
+# GPUs, TP=4 against one GPU: fixture checkpoints, tiny checkpoints, dummy fixture-shaped and
+# Llama-3-8B-shaped models), then B3 (batch-1 latency) and B1 (ShareGPT-like throughput) for the
+# dummy Llama-3-8B at -tp 1 and -tp 2; on 4 GPUs also the dummy Llama-3-70B at -tp 4.
+#
+#   scripts/gpu-tp.sh stage          # here: build folio_cuda_tests and folio in build-tp
+#                                    #   (FOLIO_CUDA=ON) and fill build-tp/carry
+#   device run (kind nvidia-h200-x2), carry ["build-tp/carry"], command:
+#     scripts/gpu-tp.sh run          # tests + 8B benchmarks; JSON and logs under $OUT
+#     scripts/gpu-tp.sh tests        # the tests only
+#     scripts/gpu-tp.sh bench        # the 8B benchmarks only
+#     scripts/gpu-tp.sh bench70      # (nvidia-h200-x4) the dummy 70B at -tp 4
+#     scripts/gpu-tp.sh bench4       # (nvidia-h200-x4) the dummy 8B at -tp 4
+# `run` takes about 8-10 minutes (the device call limit is 10): if it runs out, call `tests` and
+# `bench` separately. On 4 GPUs, `tests` also runs the TP=4 cases.
+#
+# NCCL is loaded at run time (dlopen of libnccl.so.2): the script finds it in the CUDA toolkit or
+# in the Python nvidia-nccl wheel there and puts its folder on LD_LIBRARY_PATH. NVLink multicast
+# stays off (NCCL_NVLS_ENABLE=0 unless already set; folio sets it too).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build-tp}
+CARRY=$BUILD/carry
+
+stage() {
+  cmake -S . -B "$BUILD" -DFOLIO_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD" -j2 --target folio_cuda_tests folio
+  rm -rf "$CARRY" && mkdir -p "$CARRY"
+  cp "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" "$CARRY/"
+  strip "$CARRY/folio_cuda_tests" "$CARRY/folio"
+  pwd >"$CARRY/source_dir"  # the fixture paths compiled into the test binary start here
+  local libs
+  libs=$(mktemp -d)
+  ldd "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" | awk '/=> \// {print $3}' |
+    grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart|libnccl' |
+    sort -u | xargs -I{} cp -L {} "$libs/"
+  ls "$libs"
+  tar -C "$libs" -cJf "$CARRY/libs.tar.xz" . && rm -rf "$libs"
+  du -sh "$CARRY"
+}
+
+setup_env() {
+  OUTDIR=${OUT:-/tmp/folio-gpu-tp}
+  mkdir -p "$OUTDIR"
+  local libs=/tmp/folio-gpu-libs
+  mkdir -p "$libs"
+  tar -C "$libs" -xJf "$CARRY/libs.tar.xz" 2>/dev/null ||
+    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+      "$CARRY/libs.tar.xz" "$libs"
+  local nccl_dir=""
+  if [[ -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
+    nccl_dir=/usr/local/cuda/lib64
+  else
+    nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
+  fi
+  echo "NCCL from: ${nccl_dir:-not found}"
+  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}"
+  export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+  local src
+  src=$(cat "$CARRY/source_dir" 2>/dev/null || echo /work/main)
+  if [[ ! -e $src ]]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used --format=csv || true
+  nvidia-smi topo -m 2>/dev/null | head -n 12 || true
+  ldd "$CARRY/folio" "$CARRY/folio_cuda_tests" | grep 'not found' && { echo "missing libraries"; exit 1; }
+  return 0
+}
+
+tests() {
+  echo "== TP tests (plus the single-GPU executor tests they rely on)"
+  # All GPU tests: the TP ones and the single-GPU ones (the executor code they share changed).
+  timeout 540 "$CARRY/folio_cuda_tests" \
+    --gtest_output="xml:$OUTDIR/tp_tests.xml" >"$OUTDIR/tp_tests.log" 2>&1
+  echo "test binary exit $?"
+  grep -E '^\[ *(FAILED|PASSED|SKIPPED) *\]|Failure|TP=|Expected|Which is|actual|skipped|\(([0-9]{4,}) ms\)' \
+    "$OUTDIR/tp_tests.log" | head -n 80
+  grep -q '^\[  PASSED  \]' "$OUTDIR/tp_tests.log" && ! grep -q '^\[  FAILED  \]' "$OUTDIR/tp_tests.log"
+}
+
+# bench_models CONFIG TAG TP...: B3 then B1 for each tensor-parallel size.
+bench_models() {
+  local config=$1 tag=$2
+  shift 2
+  local dummy=(--device cuda --load-format dummy --model configs --model-config "$config")
+  for tp in "$@"; do
+    echo "== $tag -tp $tp: B3 (batch 1, 128 in, 512 out)"
+    # The bandwidth floor of a TP step: every GPU reads its shard at once (H200: 4270 GB/s each).
+    timeout 300 "$CARRY/folio" bench latency "${dummy[@]}" -tp "$tp" --batch-size 1 --input-len 128 \
+      --output-len 512 --num-iters-warmup 3 --num-iters 10 --bandwidth-gbps $((4270 * tp)) \
+      --output-json "$OUTDIR/$tag-tp$tp-b3.json" >"$OUTDIR/$tag-tp$tp-b3.log" 2>&1
+    echo "exit $?"; grep -vE '^\s*$' "$OUTDIR/$tag-tp$tp-b3.log" | grep -E 'tensor parallel|cuda:|TPOT|TTFT|floor|rror' | cut -c1-300 | head -n 12
+    echo "== $tag -tp $tp: B1 (sharegpt_like_1000)"
+    timeout 300 "$CARRY/folio" bench throughput "${dummy[@]}" -tp "$tp" \
+      --workload bench/workloads/sharegpt_like_1000.jsonl \
+      --output-json "$OUTDIR/$tag-tp$tp-b1.json" >"$OUTDIR/$tag-tp$tp-b1.log" 2>&1
+    echo "exit $?"; grep -E 'tensor parallel|cuda:|req/s|tok/s|requests_per_second|rror' "$OUTDIR/$tag-tp$tp-b1.log" | cut -c1-300 | head -n 12
+  done
+}
+
+case "${1:-}" in
+  stage) stage ;;
+  run) setup_env; set +e; tests; rc=$?; bench_models configs/llama-3-8b.json llama3-8b 1 2; exit $rc ;;
+  tests) setup_env; set +e; tests ;;
+  bench) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 1 2 ;;
+  bench70) setup_env; set +e; bench_models configs/llama-3-70b.json llama3-70b 4 ;;
+  bench4) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 4 ;;
+  *) echo "usage: $0 stage|run|tests|bench|bench70|bench4" >&2; exit 2 ;;
+esac

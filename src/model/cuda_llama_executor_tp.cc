@@ -1,0 +1,74 @@
+// CudaLlamaExecutor's tensor-parallel pieces: the all-reduce after the embedding, attention and
+// the MLP, the vocabulary-parallel logits gathered to rank 0, and the host-side barrier. Alone
+// (world 1) the all-reduce and the barrier are no-ops and compute_logits_tp is not used.
+#include <algorithm>
+#include <string>
+
+#include "backend/cuda/embedding.h"
+#include "backend/cuda/rms_norm.h"
+#include "model/cuda_llama_executor_impl.h"
+
+namespace folio {
+namespace {
+
+CommType comm_type(cuda::DType dt) {
+  return dt == cuda::DType::kFP16 ? CommType::kFP16 : CommType::kBF16;
+}
+
+}  // namespace
+
+Status CudaLlamaExecutor::pending_error() const {
+  return impl_->deferred;
+}
+
+Status CudaLlamaExecutor::Impl::tp_all_reduce(void* buf, size_t elements) {
+  if (!tp || shard.world == 1) return Status();
+  return tp->comm->all_reduce_sum(buf, elements, comm_type(dt), nullptr);
+}
+
+Status CudaLlamaExecutor::Impl::tp_barrier(const Status& st) {
+  if (!tp) return st;
+  return tp->agree(st, 0).status();
+}
+
+// Per chunk of rows: gather, final norm (x is the same on every rank after the all-reduce), the
+// rank's [n, local_vocab] fp32 logits, an all-gather into [world, n, local_vocab]; rank 0 then
+// reorders each rank's block into its columns of [n, vocab] in `logits` (strided device copies,
+// the padding columns of the last rank dropped) and delivers the chunk like one GPU would
+// (device sampling, host rows): sampling happens once, on rank 0.
+Status CudaLlamaExecutor::Impl::compute_logits_tp(const ForwardBatch& b, const StepArrays& d,
+                                                  const LogitsRequest& req) {
+  const int R = static_cast<int>(b.logits_rows.size()), H = config.hidden_size;
+  const int V = config.vocab_size, T = b.num_tokens(), LV = shard.local_vocab, W = shard.world;
+  const bool root = shard.rank == 0;
+  if (root) FOLIO_RETURN_IF_ERROR(begin_logits(req, R));
+  FOLIO_RETURN_IF_ERROR(
+      ensure_device(gathered, static_cast<size_t>(kLogitsChunkRows) * shard.padded_vocab * 4));
+  size_t next_host = 0;
+  for (int r0 = 0; r0 < R; r0 += kLogitsChunkRows) {
+    const int n = std::min(kLogitsChunkRows, R - r0);
+    FOLIO_RETURN_IF_ERROR(
+        cuda::embedding(dt, x.data(), d.logits_rows + r0, rows.data(), n, H, T, nullptr));
+    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, rows.data(), weights.final_norm, rows_normed.data(), n,
+                                         H, static_cast<float>(config.rms_norm_eps), nullptr));
+    FOLIO_RETURN_IF_ERROR(logits_gemm->matmul_nt_f32(dt, rows_normed.data(), weights.lm_head,
+                                                     logits.as<float>(), n, LV, H, nullptr));
+    const size_t block = static_cast<size_t>(n) * LV;
+    FOLIO_RETURN_IF_ERROR(
+        tp->comm->all_gather(logits.data(), gathered.data(), block, CommType::kF32, nullptr));
+    mark("lm_head");
+    if (!root) continue;
+    for (int w = 0; w < W; ++w) {
+      const int cols = std::min(LV, V - w * LV);  // the last rank's slice ends in padding
+      if (cols <= 0) continue;
+      FOLIO_RETURN_IF_ERROR(cuda::copy_2d(logits.as<float>() + static_cast<size_t>(w) * LV,
+                                          sizeof(float) * V, gathered.as<float>() + w * block,
+                                          sizeof(float) * LV, sizeof(float) * cols, n));
+    }
+    FOLIO_RETURN_IF_ERROR(deliver_chunk(req, r0, n, logits.as<float>(), next_host));
+  }
+  if (root) return end_logits(req);
+  return cuda::synchronize();
+}
+
+}  // namespace folio

@@ -1,0 +1,169 @@
+#include "model/cuda_tp_executor.h"
+
+#include <memory>
+#include <string>
+
+#include "backend/cuda/device_memory.h"
+#include "base/log.h"
+#include "dist/communicator.h"
+#include "dist/rank_threads.h"
+#include "dist/tp_shard.h"
+#include "model/cuda_tp_rank.h"
+
+namespace folio {
+
+// Rank r's state lives in slot r and is only touched from rank r's thread (after creation).
+struct CudaTpExecutor::Group {
+  explicit Group(int world) : threads(world), agreement(world), ranks(world) {}
+  struct Rank {
+    std::unique_ptr<Communicator> comm;
+    CudaTpRank ctx;
+    std::unique_ptr<CudaLlamaExecutor> exec;
+    std::vector<float> scratch_logits;  // ranks other than 0 get none back
+  };
+  RankThreads threads;
+  RankAgreement agreement;
+  std::vector<Rank> ranks;
+  std::string name;
+
+  ~Group() {
+    // Executors and communicators are torn down on their own thread (their device current).
+    (void)threads.run([this](int r) {
+      ranks[r].exec.reset();
+      ranks[r].comm.reset();
+      return Status();
+    });
+  }
+};
+
+Status check_tensor_parallel(const ModelConfig& c, int world) {
+  FOLIO_RETURN_IF_ERROR(
+      check_tp_divisibility(c.num_heads, c.num_kv_heads, c.intermediate_size, world));
+  FOLIO_ASSIGN_OR_RETURN(int n, cuda::device_count());
+  if (n < world)
+    return invalid_argument("--tensor-parallel-size " + std::to_string(world) + " needs " +
+                            std::to_string(world) + " GPUs; " + std::to_string(n) +
+                            (n == 1 ? " is" : " are") + " visible (CUDA_VISIBLE_DEVICES?)");
+  return Status();
+}
+
+Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig& config,
+                                                               const Checkpoint* checkpoint,
+                                                               const CudaExecutorOptions& options,
+                                                               int world, double nccl_timeout_s) {
+  if (world < 2) return invalid_argument("CudaTpExecutor needs at least 2 ranks");
+  FOLIO_RETURN_IF_ERROR(check_tensor_parallel(config, world));
+  FOLIO_ASSIGN_OR_RETURN(NcclUniqueId id, Communicator::unique_id());
+  auto g = std::make_unique<Group>(world);
+  Status st = g->threads.run([&](int r) -> Status {
+    Group::Rank& rank = g->ranks[r];
+    Status s = [&]() -> Status {
+      FOLIO_RETURN_IF_ERROR(cuda::set_device(r));
+      FOLIO_ASSIGN_OR_RETURN(rank.comm, Communicator::init(id, r, world, nccl_timeout_s));
+      FOLIO_ASSIGN_OR_RETURN(rank.ctx.shard,
+                             make_tp_shard(config.num_heads, config.num_kv_heads,
+                                           config.intermediate_size, config.vocab_size, r, world));
+      rank.ctx.comm = rank.comm.get();
+      RankAgreement* agreement = &g->agreement;  // lives as long as the executor
+      rank.ctx.agree = [agreement](const Status& own, int64_t v) {
+        return agreement->agree(own, v);
+      };
+      CudaExecutorOptions o = options;
+      o.device = r;
+      o.tp = &rank.ctx;
+      FOLIO_ASSIGN_OR_RETURN(rank.exec, CudaLlamaExecutor::create(config, checkpoint, o));
+      return Status();
+    }();
+    if (!s.ok()) g->agreement.fail(s);  // no rank waits for this one any more
+    return s;
+  });
+  FOLIO_RETURN_IF_ERROR(st);
+  const KvCacheShape& kv0 = g->ranks[0].exec->kv_shape();
+  for (int r = 1; r < world; ++r) {
+    const KvCacheShape& kv = g->ranks[r].exec->kv_shape();
+    if (kv.num_blocks != kv0.num_blocks || kv.num_swap_blocks != kv0.num_swap_blocks)
+      return internal_error("tensor-parallel ranks planned different KV caches");
+  }
+  auto version = Communicator::version();
+  const std::string nccl = version.ok() ? *version : "?";
+  g->name = "cuda:0-" + std::to_string(world - 1) + " (" +
+            g->ranks[0].exec->memory_report().device + ", tensor-parallel " +
+            std::to_string(world) + ", NCCL " + nccl + ")";
+  log_info("tensor parallel: " + std::to_string(world) + " ranks over NCCL " + nccl +
+           "; KV cache " + std::to_string(kv0.num_blocks) + " blocks on every rank, " +
+           std::to_string(g->ranks[0].ctx.shard.local_kv_heads) + " KV heads each" +
+           (g->ranks[0].ctx.shard.kv_replicated ? " (replicated)" : ""));
+  return std::unique_ptr<CudaTpExecutor>(new CudaTpExecutor(std::move(g)));
+}
+
+CudaTpExecutor::CudaTpExecutor(std::unique_ptr<Group> group) : g_(std::move(group)) {}
+CudaTpExecutor::~CudaTpExecutor() = default;
+
+std::string CudaTpExecutor::device_name() const {
+  return g_->name;
+}
+int CudaTpExecutor::vocab_size() const {
+  return g_->ranks[0].exec->vocab_size();
+}
+const KvCacheShape& CudaTpExecutor::kv_shape() const {
+  return g_->ranks[0].exec->kv_shape();
+}
+const CudaMemoryReport& CudaTpExecutor::memory_report() const {
+  return g_->ranks[0].exec->memory_report();
+}
+int CudaTpExecutor::world() const {
+  return g_->threads.world();
+}
+
+Status CudaTpExecutor::execute(const ForwardBatch& batch, std::vector<float>& logits) {
+  return execute_on_ranks(batch, nullptr, logits, nullptr);
+}
+
+Status CudaTpExecutor::execute_sampled(const ForwardBatch& batch,
+                                       const DeviceSamplingBatch& sampling,
+                                       std::vector<float>& host_logits,
+                                       std::vector<DeviceSample>& samples) {
+  return execute_on_ranks(batch, &sampling, host_logits, &samples);
+}
+
+Status CudaTpExecutor::execute_on_ranks(const ForwardBatch& batch,
+                                        const DeviceSamplingBatch* sampling,
+                                        std::vector<float>& logits,
+                                        std::vector<DeviceSample>* samples) {
+  // A rank whose copy/swap failed would leave the step at once while the others wait for it in
+  // the first all-reduce: check them all before starting.
+  for (int r = 0; r < world(); ++r)
+    if (Status st = g_->ranks[r].exec->pending_error(); !st.ok())
+      return Status(st.code(), "tensor-parallel rank " + std::to_string(r) + ": " + st.message());
+  return g_->threads.run([&](int r) {
+    Group::Rank& rank = g_->ranks[r];
+    if (r == 0 && sampling) return rank.exec->execute_sampled(batch, *sampling, logits, *samples);
+    return rank.exec->execute(batch, r == 0 ? logits : rank.scratch_logits);
+  });
+}
+
+void CudaTpExecutor::copy_blocks(std::span<const BlockCopy> copies) {
+  if (copies.empty()) return;
+  (void)g_->threads.run([&](int r) {
+    g_->ranks[r].exec->copy_blocks(copies);  // a failure is deferred to the rank's next execute
+    return Status();
+  });
+}
+
+void CudaTpExecutor::swap_out(std::span<const BlockCopy> copies) {
+  if (copies.empty()) return;
+  (void)g_->threads.run([&](int r) {
+    g_->ranks[r].exec->swap_out(copies);
+    return Status();
+  });
+}
+
+void CudaTpExecutor::swap_in(std::span<const BlockCopy> copies) {
+  if (copies.empty()) return;
+  (void)g_->threads.run([&](int r) {
+    g_->ranks[r].exec->swap_in(copies);
+    return Status();
+  });
+}
+
+}  // namespace folio
