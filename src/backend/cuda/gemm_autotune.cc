@@ -170,7 +170,7 @@ Result<TuneResult> time_candidates(const LtProblem& p,
 }
 
 int tune_bucket(int m) {
-  if (m <= 4) return m;
+  if (m <= 4 || m > (1 << 28)) return m;
   int lo = 4;  // steps 4, 6, 8, 12, 16, 24, ...: lo and 1.5·lo
   while (true) {
     if (m <= lo + lo / 2) return lo + lo / 2;
