@@ -1,6 +1,7 @@
 // The fp32-output lm_head GEMM against a double-precision loop on both paths (cuBLASLt tuned and
 // untuned, cublasGemmEx), the tuned path's plan cache, prepare() then CUDA-graph capture, and the
-// refusal to create a plan during capture.
+// refusal to create a plan during capture. Tolerance 1e-4: fp32 output (bf16 output would miss it
+// by ~30x).
 #include "backend/cuda/logits_gemm.h"
 
 #include <cuda_runtime.h>
@@ -73,7 +74,7 @@ TEST_P(LogitsGemmTest, EveryPathMatchesReference) {
       for (int rep = 0; rep < 2; ++rep)  // the second call reuses the plan
         FOLIO_ASSERT_OK(
             (*g)->matmul_nt_f32(dt(), dx.data(), dw.data(), y.data(), s.m, s.n, s.k, nullptr));
-      EXPECT_LT(rel_error(y.download(), reference(x, w, s.m, s.n, s.k)), 1e-5)
+      EXPECT_LT(rel_error(y.download(), reference(x, w, s.m, s.n, s.k)), 1e-4)
           << v.name << " " << s.m << "x" << s.n << "x" << s.k;
     }
     EXPECT_EQ((*g)->cached_plans(), v.path == LogitsGemmPath::kLt ? 3u : 0u) << v.name;
@@ -115,7 +116,7 @@ TEST_P(LogitsGemmTest, PrepareThenCaptureAndReplay) {
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  EXPECT_LT(rel_error(y.download(), reference(x, w, m, n, k)), 1e-5);
+  EXPECT_LT(rel_error(y.download(), reference(x, w, m, n, k)), 1e-4);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
