@@ -4,8 +4,9 @@
 // One Gemm per stream/thread (it is not thread-safe): it owns the cuBLASLt handle, a workspace,
 // and a plan per (dtype, m, n, k, accumulate): the matmul descriptors and the chosen algorithm.
 //
-// Algorithm choice (gemm_autotune.h): with autotuning on (the default; FOLIO_GEMM_AUTOTUNE=0 turns
-// it off) a plan for m <= FOLIO_GEMM_AUTOTUNE_MAX_M (512) times up to 16 heuristic algorithms on
+// Algorithm choice (gemm_autotune.h): with autotuning on (FOLIO_GEMM_AUTOTUNE=1; off by default:
+// on the H100 it gained at most 1.10x on one decode shape and cost ~25 ms per shape, see
+// NOTES.md) a plan for m <= FOLIO_GEMM_AUTOTUNE_MAX_M (512) times up to 16 heuristic algorithms on
 // the real operands and keeps the fastest; otherwise it keeps cuBLASLt's first heuristic choice.
 // Timing writes only Gemm-owned scratch, never the caller's y.
 //

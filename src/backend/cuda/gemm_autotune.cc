@@ -77,7 +77,7 @@ Status LtPlan::describe_nt(cudaDataType_t in, cudaDataType_t out, int m, int n, 
 
 Result<AutotuneOptions> AutotuneOptions::from_env() {
   AutotuneOptions o;
-  FOLIO_ASSIGN_OR_RETURN(const int on, env_int("FOLIO_GEMM_AUTOTUNE", 1, 0, 1));
+  FOLIO_ASSIGN_OR_RETURN(const int on, env_int("FOLIO_GEMM_AUTOTUNE", 0, 0, 1));
   o.enabled = on == 1;
   FOLIO_ASSIGN_OR_RETURN(o.max_candidates, env_int("FOLIO_GEMM_AUTOTUNE_ALGOS", 16, 1, 64));
   FOLIO_ASSIGN_OR_RETURN(o.max_m, env_int("FOLIO_GEMM_AUTOTUNE_MAX_M", 512, 0, 1 << 30));

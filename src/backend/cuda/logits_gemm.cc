@@ -27,8 +27,8 @@ constexpr size_t kWorkspaceBytes = 32u << 20;
 Result<LogitsGemmPath> path_from_env() {
   const char* e = std::getenv("FOLIO_LOGITS_GEMM");
   const std::string v = e ? e : "";
-  if (v.empty() || v == "lt") return LogitsGemmPath::kLt;
-  if (v == "gemmex") return LogitsGemmPath::kGemmEx;
+  if (v == "lt") return LogitsGemmPath::kLt;
+  if (v.empty() || v == "gemmex") return LogitsGemmPath::kGemmEx;
   return invalid_argument("FOLIO_LOGITS_GEMM=" + v + " (expected lt or gemmex)");
 }
 

@@ -5,12 +5,13 @@
 // fp32 directly. One LogitsGemm per stream/thread; not thread-safe.
 //
 // Two implementations, FOLIO_LOGITS_GEMM selects (to compare on the GPU):
-//   lt (default): cuBLASLt with a plan per (dtype, m, n, k), autotuned like Gemm (gemm.h; same
+//   lt: cuBLASLt with a plan per (dtype, m, n, k), autotuned like Gemm (gemm.h; same
 //     FOLIO_GEMM_AUTOTUNE* switches) on the caller's operands. Timing writes the caller's y, which
 //     the real call then overwrites (beta = 0, so nothing is read from y). Owns a 32 MiB
 //     workspace, allocated by create(). No plan is created during a stream capture (an error):
 //     prepare() first.
-//   gemmex: the earlier cublasGemmEx path (CUBLAS_GEMM_DEFAULT), no plans; capture-safe as is.
+//   gemmex (default): cublasGemmEx (CUBLAS_GEMM_DEFAULT), no plans; capture-safe as is. On the
+//     H100 the lt path took 0.95 ms per decode step at batch 128 against 0.46 ms for this one.
 #pragma once
 
 #include <memory>
