@@ -19,6 +19,8 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v2x2";
     case PrefillKernel::kV3:
       return "v3";
+    case PrefillKernel::kV3p:
+      return "v3p";
   }
   return "?";
 }
@@ -30,6 +32,7 @@ PrefillKernel default_prefill_kernel() {
     if (v == "v1") return PrefillKernel::kV1;
     if (v == "v2") return PrefillKernel::kV2;
     if (v == "v3") return PrefillKernel::kV3;
+    if (v == "v3p") return PrefillKernel::kV3p;
     return PrefillKernel::kV2x2;
   }();
   return k;
@@ -85,7 +88,9 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
     case PrefillKernel::kV2x2:
       return prefill_detail::launch_v2(p, plan, 32, stream);
     case PrefillKernel::kV3:
-      return prefill_detail::launch_v3(p, plan, stream);
+      return prefill_detail::launch_v3(p, plan, false, stream);
+    case PrefillKernel::kV3p:
+      return prefill_detail::launch_v3(p, plan, true, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

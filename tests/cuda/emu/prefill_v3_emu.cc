@@ -1,5 +1,5 @@
-// Runs the v3 (wgmma) prefill kernel's own source (prefill_attention_v3.cu, rewritten for the host
-// by scripts/emu-prefill-v3.sh) on the SIMT emulator, with wgmma emulated from the PTX ISA's
+// Runs the v3 / v3p (wgmma) prefill kernels' own source (prefill_attention_v3.cu, rewritten for the
+// host by scripts/emu-prefill-v3.sh) on the SIMT emulator, with wgmma emulated from the PTX ISA's
 // descriptor and fragment definitions (shim/backend/cuda/wgmma_ptx.cuh), against a
 // double-precision reference: head_dim 64 and 128 in bf16 and fp16, block sizes 1 / 3 / 16 / 24,
 // GQA 4 / 8 / MHA / MQA, query lengths around the 128-row block and 64-row warpgroup edges (a
@@ -32,22 +32,26 @@ int main(int argc, char** argv) {
       {fp, 8, 1, 64, 16, 0, {{400, 150}, {129, 2}}},
       {bf, 8, 2, 80, 16, 0, {{100, 70}}},  // falls back to v2x2
   };
-  const folio::cuda::emu_case::Launcher launch = [](const Case&, const auto& p, const auto& plan) {
-    return folio::cuda::prefill_detail::launch_v3(p, plan, nullptr);
-  };
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
-  std::mt19937 rng(1);
   int failures = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    if (only >= 0 && static_cast<int>(i) != only) continue;
-    const double err = c.dt == bf ? folio::cuda::emu_case::run_case<__nv_bfloat16>(c, launch, rng)
-                                  : folio::cuda::emu_case::run_case<__half>(c, launch, rng);
-    const double tol = c.dt == bf ? 1e-2 : 3e-3;
-    failures += !(err < tol);
-    std::printf("%s case %zu %s h%d kv%d d%d bs%d: rel err %.3g\n", err < tol ? "ok  " : "FAIL", i,
-                c.dt == bf ? "bf16" : "fp16", c.heads, c.kv_heads, c.head_dim, c.block_size, err);
-    std::fflush(stdout);
+  for (const bool pipelined : {false, true}) {
+    const folio::cuda::emu_case::Launcher launch = [pipelined](const Case&, const auto& p,
+                                                               const auto& plan) {
+      return folio::cuda::prefill_detail::launch_v3(p, plan, pipelined, nullptr);
+    };
+    std::mt19937 rng(1);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      if (only >= 0 && static_cast<int>(i) != only) continue;
+      const double err = c.dt == bf ? folio::cuda::emu_case::run_case<__nv_bfloat16>(c, launch, rng)
+                                    : folio::cuda::emu_case::run_case<__half>(c, launch, rng);
+      const double tol = c.dt == bf ? 1e-2 : 3e-3;
+      failures += !(err < tol);
+      std::printf("%s %s case %zu %s h%d kv%d d%d bs%d: rel err %.3g\n",
+                  err < tol ? "ok  " : "FAIL", pipelined ? "v3p" : "v3 ", i,
+                  c.dt == bf ? "bf16" : "fp16", c.heads, c.kv_heads, c.head_dim, c.block_size, err);
+      std::fflush(stdout);
+    }
   }
   return failures == 0 ? 0 : 1;
 }

@@ -6,12 +6,18 @@
 // addresses are offsets into emu::smem(), so a 1024-byte-aligned offset plays the role of an
 // aligned shared address. Each thread computes its own accumulator entries (layout in the real
 // header); register-A operands are exchanged within the warp, which holds all 16 rows it needs.
-// wgmma is synchronous here, so fences, commits and waits are no-ops: ordering bugs between a
-// wgmma and its wait are not caught, only layouts and addresses.
+// Asynchrony is modelled the other way round from the hardware's worst case: a wgmma only
+// records itself; it runs, reading its accumulator and A registers and shared memory then, when a
+// wgmma.wait_group retires its commit group. So a kernel that reads an accumulator before the
+// wait, or writes accumulator / A registers or the tile before it, gets wrong results here.
+// Fences are no-ops (not checked).
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <functional>
+#include <vector>
 
 #include "simt_emu.h"
 
@@ -22,10 +28,30 @@ inline uint64_t wgmma_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
          (static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
          (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
 }
+namespace emu_wgmma {
+struct Pending {
+  std::vector<std::function<void()>> open;                // issued, not yet committed
+  std::deque<std::vector<std::function<void()>>> groups;  // committed, oldest first
+};
+inline thread_local Pending pending;
+}  // namespace emu_wgmma
+
 inline void wgmma_fence() {}
-inline void wgmma_commit() {}
+inline void wgmma_commit() {
+  auto& q = emu_wgmma::pending;
+  q.groups.push_back(std::move(q.open));
+  q.open.clear();
+}
+// Runs the committed groups but the N most recent, oldest first (every lane of the warp runs
+// the same sequence, so the warp exchanges inside stay in step).
 template <int N>
-inline void wgmma_wait() {}
+inline void wgmma_wait() {
+  auto& q = emu_wgmma::pending;
+  while (q.groups.size() > N) {
+    for (auto& f : q.groups.front()) f();
+    q.groups.pop_front();
+  }
+}
 inline void fence_proxy_async_smem() {}
 template <int N>
 inline void wgmma_fence_operand(float (&)[N]) {}
@@ -96,12 +122,14 @@ inline void accumulate(float (&d)[N / 2], const float (&A)[16][16], uint64_t des
 
 template <typename T>
 inline void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  const int w = (emu::tid / 32) % 4;
-  float A[16][16];
-  for (int r = 0; r < 16; ++r)
-    for (int k = 0; k < 16; ++k)
-      A[r][k] = emu_wgmma::smem_elem<T>(emu_wgmma::element_addr(desc_a, 16 * w + r, k, true));
-  emu_wgmma::accumulate<T, 64>(d, A, desc_b, true, scale_d);
+  emu_wgmma::pending.open.push_back([&d, desc_a, desc_b, scale_d] {
+    const int w = (emu::tid / 32) % 4;
+    float A[16][16];
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 16; ++k)
+        A[r][k] = emu_wgmma::smem_elem<T>(emu_wgmma::element_addr(desc_a, 16 * w + r, k, true));
+    emu_wgmma::accumulate<T, 64>(d, A, desc_b, true, scale_d);
+  });
 }
 
 // Register A: lane (g, t) holds a0 (row g, k 2t..), a1 (row g + 8), a2 (row g, k 2t + 8..), a3.
@@ -124,20 +152,24 @@ inline void emu_gather_a(float (&A)[16][16], const uint32_t (&a)[4]) {
   }
 }
 
+template <typename T, int N>
+inline void emu_wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                            int scale_d) {
+  emu_wgmma::pending.open.push_back([&d, &a, desc_b, scale_d] {
+    float A[16][16];
+    emu_gather_a<T>(A, a);
+    emu_wgmma::accumulate<T, N>(d, A, desc_b, false, scale_d);
+  });
+}
 template <typename T>
 inline void wgmma_m64n64k16_rs_tb(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
                                   int scale_d) {
-  float A[16][16];
-  emu_gather_a<T>(A, a);
-  emu_wgmma::accumulate<T, 64>(d, A, desc_b, false, scale_d);
+  emu_wgmma_rs_tb<T, 64>(d, a, desc_b, scale_d);
 }
-
 template <typename T>
 inline void wgmma_m64n128k16_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
                                    int scale_d) {
-  float A[16][16];
-  emu_gather_a<T>(A, a);
-  emu_wgmma::accumulate<T, 128>(d, A, desc_b, false, scale_d);
+  emu_wgmma_rs_tb<T, 128>(d, a, desc_b, scale_d);
 }
 
 }  // namespace folio::cuda
