@@ -25,11 +25,13 @@
 // tiles wholly above its rows and masks only tiles that cross its diagonal.
 //
 // Two kernels (the shared steps are in prefill_attention_v3.cuh):
-//   v3:  per tile, S wgmma -> wait -> softmax -> P·V wgmma -> wait (2 stages); the tensor cores
+//   v3:  per tile, S wgmma -> wait -> softmax -> P·V wgmma -> wait (3 stages); the tensor cores
 //        idle during a warpgroup's softmax unless the other warpgroup fills them.
 //   v3p: the P·V of tile t - 1 runs while the softmax of tile t is computed: S(t) and
 //        P(t-1)·V(t-1) are issued as two commit groups, wait_group 1 retires S(t) only; O is
-//        rescaled after wait_group 0 (3 stages: V(t-1), K(t) and the load of t + 1 coexist).
+//        rescaled after wait_group 0 (4 stages: V(t-1), K(t) and the loads of t + 1, t + 2).
+// Both prefetch kPrefetch = 2 tiles ahead: a tile's gather is a dependent block-table load and
+// then the copy, more latency than one tile's math (~0.6 us per block at D 128) hides.
 //
 // head_dim 64 and 128 only (launch_v3 sends the others to v2x2). Not yet measured on a GPU: v2x2
 // stays the default; FOLIO_PREFILL_KERNEL=v3|v3p or PrefillPlan::kernel selects these.
@@ -42,29 +44,37 @@ namespace folio::cuda::prefill_detail {
 namespace v3k {
 namespace {
 
+constexpr int kPrefetch = 2;               // key tiles in flight ahead of the one computed
+constexpr int kStagesV3 = kPrefetch + 1;   // + the tile being computed
+constexpr int kStagesV3p = kPrefetch + 2;  // + the tile of the deferred P·V
+
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1) prefill_v3_kernel(Args<T> a) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma needs sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  Block<T, D, 2> b(a, smem_raw);
+  constexpr int S = kStagesV3;
+  Block<T, D, S> b(a, smem_raw);
   if (!b.live) return;
   b.load_q();
-  b.load_kv(0, 0);
-  cp_async_commit();              // group 0: Q and tile 0
+#pragma unroll
+  for (int t = 0; t < kPrefetch; ++t) {  // groups 0 .. kPrefetch - 1: Q and tiles 0, 1
+    if (t < b.n_tiles) b.load_kv(t, t);
+    cp_async_commit();
+  }
   const int n_wg = b.wg_tiles();  // warpgroup-uniform
   float o[D / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 
   for (int t = 0; t < b.n_tiles; ++t) {
-    const int st = t % 2;
-    // Stage (t + 1) % 2 was last read in iteration t - 1 (its wgmmas retired before the barrier
-    // that ended it).
-    if (t + 1 < b.n_tiles) b.load_kv(t + 1, (t + 1) % 2);
-    cp_async_commit();   // possibly empty: keeps the group count uniform
-    cp_async_wait<1>();  // everything but tile t + 1 has landed
+    const int st = t % S;
+    // Stage (t + 2) % 3 held tile t - 1, last read in iteration t - 1 (its wgmmas retired
+    // before the barrier that ended it).
+    if (t + kPrefetch < b.n_tiles) b.load_kv(t + kPrefetch, (t + kPrefetch) % S);
+    cp_async_commit();           // possibly empty: keeps the group count uniform
+    cp_async_wait<kPrefetch>();  // everything but tiles t + 1, t + 2 has landed
     fence_proxy_async_smem();
     __syncthreads();
     if (t < n_wg) {
@@ -88,7 +98,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3_kernel(Args<T> a) {
       wgmma_wait<0>();
       wgmma_fence_operand(o);
     }
-    __syncthreads();  // stage t % 2 is free for the load issued in iteration t + 1
+    __syncthreads();  // stage t % 3 is free for the load issued in iteration t + 1
   }
   b.store(o, l);
 #endif
@@ -100,11 +110,15 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
   __trap();
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  Block<T, D, 3> b(a, smem_raw);
+  constexpr int S = kStagesV3p;
+  Block<T, D, S> b(a, smem_raw);
   if (!b.live) return;
   b.load_q();
-  b.load_kv(0, 0);
-  cp_async_commit();              // group 0: Q and tile 0
+#pragma unroll
+  for (int t = 0; t < kPrefetch; ++t) {  // groups 0 .. kPrefetch - 1: Q and tiles 0, 1
+    if (t < b.n_tiles) b.load_kv(t, t);
+    cp_async_commit();
+  }
   const int n_wg = b.wg_tiles();  // warpgroup-uniform
   float o[D / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
@@ -113,11 +127,11 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
 
   // Iteration t: S of tile t (t < n_wg) and P·V of tile t - 1 (1 <= t <= n_wg).
   for (int t = 0; t <= b.n_tiles; ++t) {
-    // Stage (t + 1) % 3 held tile t - 2: its K was read in iteration t - 2, its V in t - 1,
+    // Stage (t + 2) % 4 held tile t - 2: its K was read in iteration t - 2, its V in t - 1,
     // both retired before the barrier that ended iteration t - 1.
-    if (t + 1 < b.n_tiles) b.load_kv(t + 1, (t + 1) % 3);
-    cp_async_commit();   // possibly empty: keeps the group count uniform
-    cp_async_wait<1>();  // everything but tile t + 1 has landed
+    if (t + kPrefetch < b.n_tiles) b.load_kv(t + kPrefetch, (t + kPrefetch) % S);
+    cp_async_commit();           // possibly empty: keeps the group count uniform
+    cp_async_wait<kPrefetch>();  // everything but tiles t + 1, t + 2 has landed
     fence_proxy_async_smem();
     __syncthreads();
     const bool do_s = t < n_wg, do_pv = t >= 1 && t <= n_wg;  // warpgroup-uniform
@@ -128,8 +142,8 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
       wgmma_fence_operand(sc);
       wgmma_fence_operand(o);
       wgmma_fence();                    // after the register writes of sc, o (rescale) and pf
-      if (do_s) b.issue_qk(sc, t % 3);  // commit group: S(t)
-      if (do_pv) b.issue_pv(o, pf, (t + 2) % 3);  // commit group: P(t-1)·V(t-1)
+      if (do_s) b.issue_qk(sc, t % S);  // commit group: S(t)
+      if (do_pv) b.issue_pv(o, pf, (t + S - 1) % S);  // commit group: P(t-1)·V(t-1)
     }
     float alpha[2] = {1.f, 1.f};
     if (do_s) {
@@ -160,7 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
 template <typename T, int D, bool kPipelined>
 Status launch(const Args<T>& a, int num_seqs, void* stream) {
   auto kernel = kPipelined ? prefill_v3p_kernel<T, D> : prefill_v3_kernel<T, D>;
-  constexpr size_t bytes = Cfg < D, kPipelined ? 3 : 2 > ::kBytes;
+  constexpr size_t bytes = Cfg < D, kPipelined ? kStagesV3p : kStagesV3 > ::kBytes;
   static_assert(bytes <= 227 * 1024, "shared memory per block");
   FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
   const dim3 grid(a.row_tiles, num_seqs, a.num_kv_heads);
