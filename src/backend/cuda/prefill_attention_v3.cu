@@ -70,13 +70,13 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3_kernel(Args<T> a) {
 
   for (int t = 0; t < b.n_tiles; ++t) {
     const int st = t % S;
-    // Stage (t + 2) % 3 held tile t - 1, last read in iteration t - 1 (its wgmmas retired
-    // before the barrier that ended it).
-    if (t + kPrefetch < b.n_tiles) b.load_kv(t + kPrefetch, (t + kPrefetch) % S);
-    cp_async_commit();           // possibly empty: keeps the group count uniform
-    cp_async_wait<kPrefetch>();  // everything but tiles t + 1, t + 2 has landed
-    fence_proxy_async_smem();
+    cp_async_wait<kPrefetch - 1>();  // this thread's part of tile t has landed
+    fence_proxy_async_smem();        // ... and is visible to wgmma (the async proxy)
+    // One barrier per tile: tile t is complete for everyone, and every warpgroup is past
+    // iteration t - 1, whose wgmmas (retired there) were the last to read stage (t + 2) % 3.
     __syncthreads();
+    if (t + kPrefetch < b.n_tiles) b.load_kv(t + kPrefetch, (t + kPrefetch) % S);
+    cp_async_commit();  // possibly empty: keeps the group count uniform
     if (t < n_wg) {
       float sc[BN / 2];
 #pragma unroll
@@ -98,7 +98,6 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3_kernel(Args<T> a) {
       wgmma_wait<0>();
       wgmma_fence_operand(o);
     }
-    __syncthreads();  // stage t % 3 is free for the load issued in iteration t + 1
   }
   b.store(o, l);
 #endif
@@ -127,13 +126,13 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
 
   // Iteration t: S of tile t (t < n_wg) and P·V of tile t - 1 (1 <= t <= n_wg).
   for (int t = 0; t <= b.n_tiles; ++t) {
-    // Stage (t + 2) % 4 held tile t - 2: its K was read in iteration t - 2, its V in t - 1,
-    // both retired before the barrier that ended iteration t - 1.
-    if (t + kPrefetch < b.n_tiles) b.load_kv(t + kPrefetch, (t + kPrefetch) % S);
-    cp_async_commit();           // possibly empty: keeps the group count uniform
-    cp_async_wait<kPrefetch>();  // everything but tiles t + 1, t + 2 has landed
-    fence_proxy_async_smem();
+    cp_async_wait<kPrefetch - 1>();  // this thread's part of tile t has landed
+    fence_proxy_async_smem();        // ... and is visible to wgmma (the async proxy)
+    // Tile t is complete for everyone, and every warpgroup is past iteration t - 1: stage
+    // (t + 2) % 4 held tile t - 2, whose K was read in iteration t - 2 and V in t - 1.
     __syncthreads();
+    if (t + kPrefetch < b.n_tiles) b.load_kv(t + kPrefetch, (t + kPrefetch) % S);
+    cp_async_commit();  // possibly empty: keeps the group count uniform
     const bool do_s = t < n_wg, do_pv = t >= 1 && t <= n_wg;  // warpgroup-uniform
     float sc[BN / 2];
     if (do_s || do_pv) {
@@ -165,7 +164,6 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) pack_p<T>(pf[kk], sc, kk);
     }
-    __syncthreads();  // the stages of K(t) and V(t-1) may be refilled from iteration t + 1 on
   }
   b.store(o, l);
 #endif
