@@ -21,6 +21,8 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v3";
     case PrefillKernel::kV3p:
       return "v3p";
+    case PrefillKernel::kV3pq:
+      return "v3pq";
   }
   return "?";
 }
@@ -33,6 +35,7 @@ PrefillKernel default_prefill_kernel() {
     if (v == "v2") return PrefillKernel::kV2;
     if (v == "v3") return PrefillKernel::kV3;
     if (v == "v3p") return PrefillKernel::kV3p;
+    if (v == "v3pq") return PrefillKernel::kV3pq;
     return PrefillKernel::kV2x2;
   }();
   return k;
@@ -88,9 +91,11 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
     case PrefillKernel::kV2x2:
       return prefill_detail::launch_v2(p, plan, 32, stream);
     case PrefillKernel::kV3:
-      return prefill_detail::launch_v3(p, plan, false, stream);
+      return prefill_detail::launch_v3(p, plan, prefill_detail::V3Variant::kPlain, stream);
     case PrefillKernel::kV3p:
-      return prefill_detail::launch_v3(p, plan, true, stream);
+      return prefill_detail::launch_v3(p, plan, prefill_detail::V3Variant::kPipelined, stream);
+    case PrefillKernel::kV3pq:
+      return prefill_detail::launch_v3(p, plan, prefill_detail::V3Variant::kPipelinedQRegs, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

@@ -30,6 +30,7 @@
 //   v3p: the P·V of tile t - 1 runs while the softmax of tile t is computed: S(t) and
 //        P(t-1)·V(t-1) are issued as two commit groups, wait_group 1 retires S(t) only; O is
 //        rescaled after wait_group 0 (4 stages: V(t-1), K(t) and the loads of t + 1, t + 2).
+//   v3pq: v3p with Q as register A fragments (S = Q·K^T reads only K from shared memory).
 // Both prefetch kPrefetch = 2 tiles ahead: a tile's gather is a dependent block-table load and
 // then the copy, more latency than one tile's math (~0.6 us per block at D 128) hides.
 //
@@ -55,7 +56,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3_kernel(Args<T> a) {
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
   constexpr int S = kStagesV3;
-  Block<T, D, S> b(a, smem_raw);
+  Block<T, D, S, false> b(a, smem_raw);
   if (!b.live) return;
   b.load_q();
 #pragma unroll
@@ -103,22 +104,26 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3_kernel(Args<T> a) {
 #endif
 }
 
-template <typename T, int D>
+// kQRegs (v3pq): Q as register A fragments, so S's wgmmas read only K from shared memory (at
+// m64n64k16 both operands from shared memory are 4 KB per 32 tensor-core cycles).
+template <typename T, int D, bool kQRegs>
 __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
   constexpr int S = kStagesV3p;
-  Block<T, D, S> b(a, smem_raw);
+  Block<T, D, S, kQRegs> b(a, smem_raw);
   if (!b.live) return;
-  b.load_q();
+  if constexpr (!kQRegs) b.load_q();
 #pragma unroll
   for (int t = 0; t < kPrefetch; ++t) {  // groups 0 .. kPrefetch - 1: Q and tiles 0, 1
     if (t < b.n_tiles) b.load_kv(t, t);
     cp_async_commit();
   }
-  const int n_wg = b.wg_tiles();  // warpgroup-uniform
+  uint32_t qf[kQRegs ? D / 16 : 1][4];
+  if constexpr (kQRegs) b.load_q_frags(qf);  // while tiles 0 and 1 are in flight
+  const int n_wg = b.wg_tiles();             // warpgroup-uniform
   float o[D / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
@@ -140,8 +145,14 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
       for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
       wgmma_fence_operand(sc);
       wgmma_fence_operand(o);
-      wgmma_fence();                    // after the register writes of sc, o (rescale) and pf
-      if (do_s) b.issue_qk(sc, t % S);  // commit group: S(t)
+      wgmma_fence();  // after the register writes of sc, o (rescale) and pf
+      if (do_s) {     // commit group: S(t)
+        if constexpr (kQRegs) {
+          b.issue_qk(sc, qf, t % S);
+        } else {
+          b.issue_qk(sc, t % S);
+        }
+      }
       if (do_pv) b.issue_pv(o, pf, (t + S - 1) % S);  // commit group: P(t-1)·V(t-1)
     }
     float alpha[2] = {1.f, 1.f};
@@ -169,10 +180,13 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3p_kernel(Args<T> a) {
 #endif
 }
 
-template <typename T, int D, bool kPipelined>
+template <typename T, int D, int kVariant>  // 0 v3, 1 v3p, 2 v3pq
 Status launch(const Args<T>& a, int num_seqs, void* stream) {
-  auto kernel = kPipelined ? prefill_v3p_kernel<T, D> : prefill_v3_kernel<T, D>;
-  constexpr size_t bytes = Cfg < D, kPipelined ? kStagesV3p : kStagesV3 > ::kBytes;
+  auto kernel = kVariant == 0   ? prefill_v3_kernel<T, D>
+                : kVariant == 1 ? prefill_v3p_kernel<T, D, false>
+                                : prefill_v3p_kernel<T, D, true>;
+  constexpr int kStages = kVariant == 0 ? kStagesV3 : kStagesV3p;
+  constexpr size_t bytes = Cfg<D, kStages, kVariant == 2>::kBytes;
   static_assert(bytes <= 227 * 1024, "shared memory per block");
   FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
   const dim3 grid(a.row_tiles, num_seqs, a.num_kv_heads);
@@ -180,16 +194,16 @@ Status launch(const Args<T>& a, int num_seqs, void* stream) {
   return launch_status("prefill_v3_kernel");
 }
 
-template <typename T, bool kPipelined>
+template <typename T, int kVariant>
 Status launch_d(const Args<T>& a, int num_seqs, void* stream) {
-  if (a.head_dim == 64) return launch<T, 64, kPipelined>(a, num_seqs, stream);
-  return launch<T, 128, kPipelined>(a, num_seqs, stream);
+  if (a.head_dim == 64) return launch<T, 64, kVariant>(a, num_seqs, stream);
+  return launch<T, 128, kVariant>(a, num_seqs, stream);
 }
 
 }  // namespace
 }  // namespace v3k
 
-Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, bool pipelined,
+Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, V3Variant variant,
                  void* stream) {
   if (p.head_dim != 64 && p.head_dim != 128) return launch_v2(p, plan, 32, stream);
   const int64_t row_tiles = (plan.max_rows + v3k::BM - 1) / v3k::BM;
@@ -212,8 +226,15 @@ Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, bool pi
     a.block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(p.block_size) : -1;
     a.row_tiles = static_cast<int>(row_tiles);
     a.scale_log2 = p.scale * 1.4426950408889634f;
-    if (pipelined) return v3k::launch_d<T, true>(a, p.num_seqs, stream);
-    return v3k::launch_d<T, false>(a, p.num_seqs, stream);
+    switch (variant) {
+      case V3Variant::kPlain:
+        return v3k::launch_d<T, 0>(a, p.num_seqs, stream);
+      case V3Variant::kPipelined:
+        return v3k::launch_d<T, 1>(a, p.num_seqs, stream);
+      case V3Variant::kPipelinedQRegs:
+        return v3k::launch_d<T, 2>(a, p.num_seqs, stream);
+    }
+    return invalid_argument("prefill v3: unknown variant");
   });
 }
 

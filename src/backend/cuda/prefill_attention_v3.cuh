@@ -29,11 +29,12 @@ struct Args {
   float scale_log2;  // scale * log2(e): the softmax runs in base 2
 };
 
-template <int D, int Stages>
+// kQRegs: Q lives in registers as wgmma A fragments (no Q tile in shared memory).
+template <int D, int Stages, bool kQRegs>
 struct Cfg {
-  static constexpr int kQBytes = BM * D * 2;
+  static constexpr int kQBytes = kQRegs ? 0 : BM * D * 2;
   static constexpr int kTileBytes = BN * D * 2;  // one K or V stage
-  // Q, K[Stages], V[Stages], each 1024-byte aligned; + 1024 to align the dynamic base.
+  // [Q], K[Stages], V[Stages], each 1024-byte aligned; + 1024 to align the dynamic base.
   static constexpr size_t kBytes = size_t{kQBytes} + 2 * Stages * kTileBytes + 1024;
 };
 
@@ -56,13 +57,13 @@ __device__ __forceinline__ void pack_p(uint32_t (&a)[4], const float (&s)[BN / 2
 
 // One block's geometry, shared-memory tiles and tile steps. Methods named issue_* start wgmma
 // groups (all 128 threads of the warpgroup must call them together) and do not wait.
-template <typename T, int D, int Stages>
+template <typename T, int D, int Stages, bool kQRegs = false>
 struct Block {
-  using C = Cfg<D, Stages>;
+  using C = Cfg<D, Stages, kQRegs>;
   static constexpr int CPR = D / 8;  // 16-byte chunks per row
 
   Args<T> a;
-  unsigned char* q_s;  // Q, then K[Stages], then V[Stages]
+  unsigned char* q_s;  // [Q], then K[Stages], then V[Stages]
   uint32_t q_addr;     // its shared address, 1024-byte aligned
   int kvh, qs, G, r0, first_pos, last_row, kv_end, n_tiles;
   const int32_t* table;
@@ -114,8 +115,28 @@ struct Block {
   // Key tiles this warpgroup computes: [0, wg_tiles); the later ones are above its rows.
   __device__ int wg_tiles() const { return wg_live ? wg_max_pos / BN + 1 : 0; }
 
+  // Q as this thread's A fragments (layout in wgmma_ptx.cuh) for the D / 16 k-steps, 4-byte
+  // loads straight from global memory; rows past the end are zero.
+  __device__ void load_q_frags(uint32_t (&qf)[D / 16][4]) const {
+    const uint32_t* qrow[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int gr = r0 + wr0 + 8 * h + g;
+      const int64_t row = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
+      qrow[h] = gr <= last_row ? reinterpret_cast<const uint32_t*>(a.q + row * D) : nullptr;
+    }
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // a0..a3 = (row g | g + 8) x (cols 2t | 2t + 8)
+        const uint32_t* src = qrow[e % 2];
+        qf[kk][e] = src != nullptr ? src[(kk * 16 + 2 * tq + (e / 2) * 8) / 2] : 0u;
+      }
+  }
+
   // Q rows past the end are zero-filled (finite scores; never stored).
   __device__ void load_q() const {
+    static_assert(!kQRegs, "Q is in registers");
     for (int i = threadIdx.x; i < BM * CPR; i += kThreads) {
       const int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
       const bool ok = gr <= last_row;
@@ -154,6 +175,16 @@ struct Block {
       const uint32_t ka = k_addr(st) + (kk / 4) * BN * 128 + (kk % 4) * 32;
       wgmma_m64n64k16_ss<T>(sc, wgmma_desc_sw128(qa, 16, 1024), wgmma_desc_sw128(ka, 16, 1024),
                             kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+  }
+
+  // The same with Q from registers: only K is read from shared memory.
+  __device__ void issue_qk(float (&sc)[BN / 2], const uint32_t (&qf)[D / 16][4], int st) const {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t ka = k_addr(st) + (kk / 4) * BN * 128 + (kk % 4) * 32;
+      wgmma_m64n64k16_rs<T>(sc, qf[kk], wgmma_desc_sw128(ka, 16, 1024), kk > 0 ? 1 : 0);
     }
     wgmma_commit();
   }

@@ -1,6 +1,6 @@
-// Runs the v3 / v3p (wgmma) prefill kernels' own source (prefill_attention_v3.cu, rewritten for the
-// host by scripts/emu-prefill-v3.sh) on the SIMT emulator, with wgmma emulated from the PTX ISA's
-// descriptor and fragment definitions (shim/backend/cuda/wgmma_ptx.cuh), against a
+// Runs the v3 / v3p / v3pq (wgmma) prefill kernels' own source (prefill_attention_v3.cu, rewritten
+// for the host by scripts/emu-prefill-v3.sh) on the SIMT emulator, with wgmma emulated from the PTX
+// ISA's descriptor and fragment definitions (shim/backend/cuda/wgmma_ptx.cuh), against a
 // double-precision reference: head_dim 64 and 128 in bf16 and fp16, block sizes 1 / 3 / 16 / 24,
 // GQA 4 / 8 / MHA / MQA, query lengths around the 128-row block and 64-row warpgroup edges (a
 // warpgroup of padding rows only), chunked prefill over a cached prefix, decode rows, contexts
@@ -34,10 +34,12 @@ int main(int argc, char** argv) {
   };
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
-  for (const bool pipelined : {false, true}) {
-    const folio::cuda::emu_case::Launcher launch = [pipelined](const Case&, const auto& p,
-                                                               const auto& plan) {
-      return folio::cuda::prefill_detail::launch_v3(p, plan, pipelined, nullptr);
+  using folio::cuda::prefill_detail::V3Variant;
+  for (const V3Variant variant :
+       {V3Variant::kPlain, V3Variant::kPipelined, V3Variant::kPipelinedQRegs}) {
+    const folio::cuda::emu_case::Launcher launch = [variant](const Case&, const auto& p,
+                                                             const auto& plan) {
+      return folio::cuda::prefill_detail::launch_v3(p, plan, variant, nullptr);
     };
     std::mt19937 rng(1);
     for (size_t i = 0; i < cases.size(); ++i) {
@@ -47,9 +49,12 @@ int main(int argc, char** argv) {
                                     : folio::cuda::emu_case::run_case<__half>(c, launch, rng);
       const double tol = c.dt == bf ? 1e-2 : 3e-3;
       failures += !(err < tol);
-      std::printf("%s %s case %zu %s h%d kv%d d%d bs%d: rel err %.3g\n",
-                  err < tol ? "ok  " : "FAIL", pipelined ? "v3p" : "v3 ", i,
-                  c.dt == bf ? "bf16" : "fp16", c.heads, c.kv_heads, c.head_dim, c.block_size, err);
+      std::printf(
+          "%s %s case %zu %s h%d kv%d d%d bs%d: rel err %.3g\n", err < tol ? "ok  " : "FAIL",
+          variant == V3Variant::kPlain       ? "v3  "
+          : variant == V3Variant::kPipelined ? "v3p "
+                                             : "v3pq",
+          i, c.dt == bf ? "bf16" : "fp16", c.heads, c.kv_heads, c.head_dim, c.block_size, err);
       std::fflush(stdout);
     }
   }

@@ -153,23 +153,28 @@ inline void emu_gather_a(float (&A)[16][16], const uint32_t (&a)[4]) {
 }
 
 template <typename T, int N>
-inline void emu_wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
-                            int scale_d) {
-  emu_wgmma::pending.open.push_back([&d, &a, desc_b, scale_d] {
+inline void emu_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, bool b_k_major,
+                         int scale_d) {
+  emu_wgmma::pending.open.push_back([&d, &a, desc_b, b_k_major, scale_d] {
     float A[16][16];
     emu_gather_a<T>(A, a);
-    emu_wgmma::accumulate<T, N>(d, A, desc_b, false, scale_d);
+    emu_wgmma::accumulate<T, N>(d, A, desc_b, b_k_major, scale_d);
   });
+}
+template <typename T>
+inline void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                               int scale_d) {
+  emu_wgmma_rs<T, 64>(d, a, desc_b, true, scale_d);
 }
 template <typename T>
 inline void wgmma_m64n64k16_rs_tb(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
                                   int scale_d) {
-  emu_wgmma_rs_tb<T, 64>(d, a, desc_b, scale_d);
+  emu_wgmma_rs<T, 64>(d, a, desc_b, false, scale_d);
 }
 template <typename T>
 inline void wgmma_m64n128k16_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
                                    int scale_d) {
-  emu_wgmma_rs_tb<T, 128>(d, a, desc_b, scale_d);
+  emu_wgmma_rs<T, 128>(d, a, desc_b, false, scale_d);
 }
 
 }  // namespace folio::cuda
