@@ -13,10 +13,11 @@ trap 'rm -rf "$work"' EXIT
 src=src/backend/cuda/prefill_attention_v2.cu
 sed -e 's|extern __shared__ __align__(128) unsigned char smem_raw\[\];|unsigned char* smem_raw = emu::smem();|' \
   -e 's|kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);|(void)stream; emu::launch(kernel, grid, kThreads, bytes, a);|' \
-  -e 's|cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)|cudaSuccess|' \
+  -e 's|FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void\*>(kernel), bytes));||' \
   -e 's|return launch_status("prefill_v2_kernel");|return Status();|' \
   "$src" >"$work/prefill_attention_v2_emu.inc"
-if [[ $(grep -c 'emu::\|cudaSuccess;\|return Status();$' "$work/prefill_attention_v2_emu.inc") -lt 4 ]]; then
+if [[ $(grep -c 'emu::\|return Status();$' "$work/prefill_attention_v2_emu.inc") -lt 3 ]] ||
+  grep -q 'opt_in_dynamic_smem(' "$work/prefill_attention_v2_emu.inc"; then
   echo "emu-prefill-v2: the launch lines of $src changed; update this script" >&2
   exit 2
 fi

@@ -59,7 +59,8 @@ EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_bl
   return r;
 }
 
-void expect_same_tokens(const EngineRun& eager, const EngineRun& graphs) {
+// Tokens compared while the eager run's top-2 logprob gap exceeds `margin`.
+void expect_same_tokens(const EngineRun& eager, const EngineRun& graphs, double margin) {
   int compared = 0;
   for (size_t i = 0; i < eager.result.outputs.size(); ++i) {
     ASSERT_TRUE(eager.result.add_status[i].ok());
@@ -69,7 +70,7 @@ void expect_same_tokens(const EngineRun& eager, const EngineRun& graphs) {
     ASSERT_EQ(have.size(), want.token_ids.size()) << "request " << i;
     for (size_t s = 0; s < have.size(); ++s, ++compared) {
       const auto& top = want.logprobs[s].top;
-      if (top.size() < 2 || top[0].logprob - top[1].logprob < 0.02) break;
+      if (top.size() < 2 || top[0].logprob - top[1].logprob < margin) break;
       ASSERT_EQ(have[s], want.token_ids[s]) << "request " << i << " token " << s;
     }
   }
@@ -84,7 +85,7 @@ TEST(CudaGraphs, DecodeGraphsGiveTheEagerTokens) {
     const EngineRun graphs = run("qwen3_hd64", false, mode, blocks);
     EXPECT_EQ(eager.graph_steps, 0);
     EXPECT_GT(graphs.graph_steps, 20) << "decode steps should replay graphs";
-    expect_same_tokens(eager, graphs);
+    expect_same_tokens(eager, graphs, 0.02);
   }
 }
 
@@ -93,7 +94,9 @@ TEST(CudaGraphs, GraphsSurvivePreemption) {
   const EngineRun eager = run("llama_hd128", true, KvCacheMode::kPaged, 512);
   const EngineRun tight = run("llama_hd128", false, KvCacheMode::kPaged, 12);  // 192 tokens: preempts
   EXPECT_GT(tight.graph_steps, 0);
-  expect_same_tokens(eager, tight);
+  // Recompute re-derives KV through prefill (other kernels, other rounding): the preemption
+  // tests' 0.1 margin.
+  expect_same_tokens(eager, tight, 0.1);
 }
 
 }  // namespace

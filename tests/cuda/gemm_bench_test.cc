@@ -70,8 +70,8 @@ TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
                           {"down", 4096, 14336, true}};
   const int ms[] = {1, 8, 32, 128, 256};
   std::mt19937 rng(7);
-  auto off = Gemm::create(32u << 20, GemmAutotune::kOff);
-  auto on = Gemm::create(32u << 20, GemmAutotune::kOn);
+  auto off = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  auto on = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(off.ok() && on.ok());
   auto flush = DeviceBuffer::allocate(128u << 20);
   ASSERT_TRUE(flush.ok());

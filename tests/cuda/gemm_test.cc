@@ -1,6 +1,7 @@
 // cuBLASLt GEMM y = x · w^T (+ y) against a double-precision loop, bf16/fp16, odd shapes, the
 // accumulate mode, the per-shape plan cache, autotuning (on/off agree; tuning never touches the
 // caller's output), prepare() then CUDA-graph capture, and the refusal to plan during capture.
+// These test the cuBLASLt path: every Gemm here is created with skinny_max_m 0.
 #include "backend/cuda/gemm.h"
 
 #include <cuda_runtime.h>
@@ -40,7 +41,7 @@ class GemmTest : public ::testing::TestWithParam<DType> {
 };
 
 TEST_P(GemmTest, MatchesReferenceOnSeveralShapes) {
-  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn);
+  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
   struct Shape {
     int m, n, k;
@@ -61,7 +62,7 @@ TEST_P(GemmTest, MatchesReferenceOnSeveralShapes) {
 }
 
 TEST_P(GemmTest, AccumulateAddsIntoOutputAndReusesPlan) {
-  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn);
+  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
   const int m = 9, n = 256, k = 128;
   auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * k, rng));
@@ -80,8 +81,8 @@ TEST_P(GemmTest, AccumulateAddsIntoOutputAndReusesPlan) {
 // Tuned and first-heuristic plans agree with each other and with the reference on decode-like
 // skinny shapes (where tuning most often picks split-K algorithms that sum in another order).
 TEST_P(GemmTest, AutotuneOnAndOffAgree) {
-  auto on = Gemm::create(32u << 20, GemmAutotune::kOn);
-  auto off = Gemm::create(32u << 20, GemmAutotune::kOff);
+  auto on = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
+  auto off = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
   ASSERT_TRUE(on.ok() && off.ok());
   EXPECT_TRUE((*on)->autotune_enabled());
   EXPECT_FALSE((*off)->autotune_enabled());
@@ -118,7 +119,7 @@ TEST_P(GemmTest, TuningAnAccumulatePlanLeavesCallerOutputAlone) {
   auto dx = DevTensor::upload(dt(), x), dw = DevTensor::upload(dt(), w);
   const auto ref = reference(x, w, &y0, m, n, k);
   for (bool use_prepare : {false, true}) {
-    auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn);
+    auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
     ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
     auto y = DevTensor::upload(dt(), y0);
     if (use_prepare) {
@@ -135,7 +136,7 @@ TEST_P(GemmTest, TuningAnAccumulatePlanLeavesCallerOutputAlone) {
 }
 
 TEST_P(GemmTest, PrepareRejectsBadShapes) {
-  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn);
+  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(gemm.ok());
   EXPECT_EQ((*gemm)->prepare(dt(), 0, 16, 16, false).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ((*gemm)->prepare(dt(), 4, 16, -1, false).code(), StatusCode::kInvalidArgument);
@@ -147,7 +148,7 @@ TEST_P(GemmTest, PrepareRejectsBadShapes) {
 // m values of one bucket share the first one's timed algorithm (checked by cuBLASLt for each m):
 // every m still matches the reference, and only the first m of a bucket is timed anew.
 TEST_P(GemmTest, BucketMatesReuseTheTunedAlgorithm) {
-  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn);
+  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
   const int n = 1536, k = 1024;
   auto w = rounded(dt(), testing::random_vec(static_cast<size_t>(n) * k, rng));
@@ -180,7 +181,7 @@ struct Capture {
 // graph of two GEMMs (one accumulating), replayed twice: y1 = x·w^T each time, y2 gains x2·w2^T
 // per replay.
 TEST_P(GemmTest, PrepareThenCaptureAndReplay) {
-  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn);
+  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
   const int m = 4, n = 1024, k = 512, n2 = 512, k2 = 1024;
   auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * k, rng));
@@ -221,7 +222,7 @@ TEST_P(GemmTest, PrepareThenCaptureAndReplay) {
 // nothing, leaves the capture valid, and works once the capture has ended.
 TEST_P(GemmTest, MatmulWithoutPlanDuringCaptureFails) {
   for (GemmAutotune mode : {GemmAutotune::kOn, GemmAutotune::kOff}) {
-    auto gemm = Gemm::create(32u << 20, mode);
+    auto gemm = Gemm::create(32u << 20, mode, 0);
     ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
     const int m = 2, n = 256, k = 128;
     auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * k, rng));

@@ -1,7 +1,7 @@
 // Causal paged prefill attention against the CPU reference, for each kernel variant (v1 wmma,
-// v2 / v2x2 mma.sync): mixed query lengths in one launch, chunked prefill over a cached prefix,
-// decode rows in the same batch, block sizes 1/8/16/32, head_dim 16..256 (64/128 for v1),
-// MHA/GQA/MQA and odd head counts, contexts past 16k.
+// v2 / v2x2 mma.sync, v3 / v3p / v3pq wgmma): mixed query lengths in one launch, chunked prefill
+// over a cached prefix, decode rows in the same batch, block sizes 1/8/16/32, head_dim 16..256
+// (64/128 for v1), MHA/GQA/MQA and odd head counts, contexts past 16k.
 #include "backend/cuda/prefill_attention.h"
 
 #include "attention_test_util.h"
@@ -63,6 +63,9 @@ TEST_P(PrefillAttentionTest, TileEdges) {
 constexpr auto kV1 = PrefillKernel::kV1;
 constexpr auto kV2 = PrefillKernel::kV2;
 constexpr auto kV2x2 = PrefillKernel::kV2x2;
+constexpr auto kV3 = PrefillKernel::kV3;
+constexpr auto kV3p = PrefillKernel::kV3p;
+constexpr auto kV3pq = PrefillKernel::kV3pq;
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrefillAttentionTest,
@@ -93,7 +96,28 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV2x2, DType::kBF16, 12, 1, 128, 8},
         PrefillCase{kV2x2, DType::kBF16, 8, 2, 80, 32},
         PrefillCase{kV2x2, DType::kBF16, 4, 2, 16, 16},
-        PrefillCase{kV2x2, DType::kBF16, 8, 2, 256, 16}),
+        PrefillCase{kV2x2, DType::kBF16, 8, 2, 256, 16},
+        // v3 (wgmma, sm_90a): head_dim 64 / 128 over GQA 4 / MHA / MQA / GQA 8 / GQA 3 and
+        // block sizes 16 / 1 / 8 / 32 / 3 / 24; other head dims run as v2x2 inside launch_v3.
+        PrefillCase{kV3, DType::kBF16, 32, 8, 128, 16}, PrefillCase{kV3, DType::kFP16, 5, 5, 64, 1},
+        PrefillCase{kV3, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3, DType::kFP16, 16, 2, 128, 32},
+        PrefillCase{kV3, DType::kFP16, 6, 2, 128, 3}, PrefillCase{kV3, DType::kBF16, 14, 2, 64, 24},
+        PrefillCase{kV3, DType::kBF16, 8, 8, 64, 16}, PrefillCase{kV3, DType::kBF16, 8, 2, 80, 16},
+        PrefillCase{kV3, DType::kFP16, 4, 4, 256, 8},
+        // v3p (v3 with P·V overlapping the next softmax): the same head dims and groupings.
+        PrefillCase{kV3p, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV3p, DType::kFP16, 5, 5, 64, 1},
+        PrefillCase{kV3p, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3p, DType::kFP16, 6, 2, 128, 3},
+        PrefillCase{kV3p, DType::kBF16, 14, 2, 64, 24},
+        PrefillCase{kV3p, DType::kBF16, 8, 2, 80, 16},
+        // v3pq (v3p with Q in registers).
+        PrefillCase{kV3pq, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV3pq, DType::kFP16, 5, 5, 64, 1},
+        PrefillCase{kV3pq, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3pq, DType::kFP16, 6, 2, 128, 3},
+        PrefillCase{kV3pq, DType::kBF16, 14, 2, 64, 24}),
     [](const auto& info) {
       const auto& c = info.param;
       return std::string(prefill_kernel_name(c.kernel)) + "_" + dtype_name(c.dt) + "_h" +
@@ -126,7 +150,8 @@ TEST_P(PrefillAttentionLongTest, TokenModePast16kFp16) {
   EXPECT_LT(run_problem(GetParam(), prob), testing::attention_tol(DType::kFP16));
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest, ::testing::Values(kV1, kV2, kV2x2),
+INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest,
+                         ::testing::Values(kV1, kV2, kV2x2, kV3, kV3p, kV3pq),
                          [](const auto& info) { return prefill_kernel_name(info.param); });
 
 TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {

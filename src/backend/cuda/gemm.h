@@ -4,6 +4,9 @@
 // One Gemm per stream/thread (it is not thread-safe): it owns the cuBLASLt handle, a workspace,
 // and a plan per (dtype, m, n, k, accumulate): the matmul descriptors and the chosen algorithm.
 //
+// m = 1 (batch-1 decode) goes to skinny_gemm.h's kernel instead of cuBLASLt: 5-11% faster there
+// on the H100, slower from m 2 (FOLIO_SKINNY_GEMM_MAX_M=0..8 moves the cut; 0: cuBLASLt always).
+//
 // Algorithm choice (gemm_autotune.h): with autotuning on (FOLIO_GEMM_AUTOTUNE=1; off by default:
 // on the H100 it gained at most 1.10x on one decode shape and cost ~25 ms per shape, see
 // NOTES.md) a plan for m <= FOLIO_GEMM_AUTOTUNE_MAX_M (512) times up to 16 heuristic algorithms on
@@ -33,8 +36,10 @@ enum class GemmAutotune { kFromEnv, kOff, kOn };
 
 class Gemm {
  public:
+  // skinny_max_m: m up to this runs skinny_gemm (0: never; -1: FOLIO_SKINNY_GEMM_MAX_M, default 1).
   static Result<std::unique_ptr<Gemm>> create(size_t workspace_bytes = 32u << 20,
-                                              GemmAutotune autotune = GemmAutotune::kFromEnv);
+                                              GemmAutotune autotune = GemmAutotune::kFromEnv,
+                                              int skinny_max_m = -1);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;

@@ -1,5 +1,5 @@
 // Prefill attention: the plan, parameter checks and the choice of kernel variant (the kernels
-// are in prefill_attention_v1.cu and prefill_attention_v2.cu).
+// are in prefill_attention_v1.cu, prefill_attention_v2.cu and prefill_attention_v3.cu).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -17,6 +17,12 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v2";
     case PrefillKernel::kV2x2:
       return "v2x2";
+    case PrefillKernel::kV3:
+      return "v3";
+    case PrefillKernel::kV3p:
+      return "v3p";
+    case PrefillKernel::kV3pq:
+      return "v3pq";
   }
   return "?";
 }
@@ -27,6 +33,9 @@ PrefillKernel default_prefill_kernel() {
     const std::string v = e ? e : "";
     if (v == "v1") return PrefillKernel::kV1;
     if (v == "v2") return PrefillKernel::kV2;
+    if (v == "v3") return PrefillKernel::kV3;
+    if (v == "v3p") return PrefillKernel::kV3p;
+    if (v == "v3pq") return PrefillKernel::kV3pq;
     return PrefillKernel::kV2x2;
   }();
   return k;
@@ -81,6 +90,12 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
       return prefill_detail::launch_v2(p, plan, 16, stream);
     case PrefillKernel::kV2x2:
       return prefill_detail::launch_v2(p, plan, 32, stream);
+    case PrefillKernel::kV3:
+      return prefill_detail::launch_v3(p, plan, prefill_detail::V3Variant::kPlain, stream);
+    case PrefillKernel::kV3p:
+      return prefill_detail::launch_v3(p, plan, prefill_detail::V3Variant::kPipelined, stream);
+    case PrefillKernel::kV3pq:
+      return prefill_detail::launch_v3(p, plan, prefill_detail::V3Variant::kPipelinedQRegs, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

@@ -16,4 +16,12 @@ Status launch_v1(const PagedAttentionParams& p, const PrefillPlan& plan, void* s
 Status launch_v2(const PagedAttentionParams& p, const PrefillPlan& plan, int rows_per_warp,
                  void* stream);
 
+// v3: Hopper wgmma (sm_90a) flash attention, 2 warpgroups x 64 rows, cp.async-filled
+// 128-byte-swizzled K/V tiles. kPipelined (v3p) overlaps P·V of a tile with the next tile's
+// softmax; kPipelinedQRegs (v3pq) also keeps Q in registers. head_dim 64 or 128; other head
+// dims run on launch_v2 (32 rows per warp).
+enum class V3Variant { kPlain, kPipelined, kPipelinedQRegs };
+Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, V3Variant variant,
+                 void* stream);
+
 }  // namespace folio::cuda::prefill_detail

@@ -15,6 +15,11 @@ inline float half_bits_to_float(uint16_t b) {
   return static_cast<float>(v);
 }
 
+// Shared "addresses" are byte offsets into the block's emulated shared memory.
+inline uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(static_cast<const unsigned char*>(p) - emu::smem());
+}
+
 // Lane l of matrix i receives (row l / 4, cols 2 (l % 4) ..+1) of the 8x8 matrix whose rows
 // lanes 8i..8i+7 point at (transposed with .trans).
 inline void emu_ldmatrix(uint32_t (&r)[4], const void* p, bool trans) {

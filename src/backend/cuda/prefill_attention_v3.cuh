@@ -1,0 +1,273 @@
+// Internal to prefill_attention_v3.cu: the per-block state and tile steps shared by the two v3
+// kernels (plain and pipelined); the layout and descriptor scheme is described there.
+#pragma once
+
+#include <cmath>
+
+#include "backend/cuda/mma_ptx.cuh"
+#include "backend/cuda/wgmma_ptx.cuh"
+
+namespace folio::cuda::prefill_detail::v3k {
+
+constexpr int kWarpgroups = 2;
+constexpr int kThreads = 128 * kWarpgroups;
+constexpr int BM = 64 * kWarpgroups;  // rows per block
+constexpr int BN = 64;                // keys per tile
+
+template <typename T>
+struct Args {
+  const T* q;
+  const T* k_cache;
+  const T* v_cache;
+  T* out;
+  const int32_t* query_start;
+  const int32_t* context_lens;
+  const int32_t* block_table_start;
+  const int32_t* block_table;
+  int num_heads, num_kv_heads, head_dim, block_size, row_tiles;
+  int block_shift;   // log2(block_size) when it is a power of two, else -1 (divide)
+  float scale_log2;  // scale * log2(e): the softmax runs in base 2
+};
+
+// kQRegs: Q lives in registers as wgmma A fragments (no Q tile in shared memory).
+template <int D, int Stages, bool kQRegs>
+struct Cfg {
+  static constexpr int kQBytes = kQRegs ? 0 : BM * D * 2;
+  static constexpr int kTileBytes = BN * D * 2;  // one K or V stage
+  // [Q], K[Stages], V[Stages], each 1024-byte aligned; + 1024 to align the dynamic base.
+  static constexpr size_t kBytes = size_t{kQBytes} + 2 * Stages * kTileBytes + 1024;
+};
+
+// Byte offset of element (row, col) in a 128-byte-swizzled tile of `rows` rows: D / 64 panels
+// of rows x 128 bytes; row r's 16-byte chunk c at chunk c ^ (r % 8).
+__device__ __forceinline__ uint32_t sw128_offset(int row, int col, int rows) {
+  return static_cast<uint32_t>((col >> 6) * rows * 128 + row * 128 +
+                               ((((col >> 3) & 7) ^ (row & 7)) << 4) + (col & 7) * 2);
+}
+
+// Repacks S's accumulator n-blocks 2kk, 2kk + 1 (16 keys) into the A fragment of P · V.
+template <typename T>
+__device__ __forceinline__ void pack_p(uint32_t (&a)[4], const float (&s)[BN / 2], int kk) {
+  const float* x = s + 8 * kk;
+  a[0] = pack2<T>(x[0], x[1]);  // row g,     keys 2t, 2t + 1
+  a[1] = pack2<T>(x[2], x[3]);  // row g + 8
+  a[2] = pack2<T>(x[4], x[5]);  // row g,     keys 8 + 2t, 8 + 2t + 1
+  a[3] = pack2<T>(x[6], x[7]);  // row g + 8
+}
+
+// One block's geometry, shared-memory tiles and tile steps. Methods named issue_* start wgmma
+// groups (all 128 threads of the warpgroup must call them together) and do not wait.
+template <typename T, int D, int Stages, bool kQRegs = false>
+struct Block {
+  using C = Cfg<D, Stages, kQRegs>;
+  static constexpr int CPR = D / 8;  // 16-byte chunks per row
+
+  Args<T> a;
+  unsigned char* q_s;  // [Q], then K[Stages], then V[Stages]
+  uint32_t q_addr;     // its shared address, 1024-byte aligned
+  int kvh, qs, G, r0, first_pos, last_row, kv_end, n_tiles;
+  const int32_t* table;
+  // This thread: warpgroup wg, rows wr0 + 8 h + g (h = 0, 1) at positions pos[h].
+  int wg, wg_r0, wr0, g, tq, pos[2], warp_min_pos, wg_max_pos;
+  bool live;     // the block has rows (else return at once)
+  bool wg_live;  // warpgroup-uniform: some of the warpgroup's rows are real
+
+  __device__ Block(const Args<T>& args, unsigned char* smem_raw) : a(args) {
+    // The swizzle pattern repeats every 1024 bytes of shared address: align the tiles to it.
+    const uint32_t raw_addr = smem_addr(smem_raw);
+    q_addr = (raw_addr + 1023u) & ~1023u;
+    q_s = smem_raw + (q_addr - raw_addr);
+    const int s = blockIdx.y;
+    kvh = blockIdx.z;
+    const int tile = a.row_tiles - 1 - blockIdx.x;  // the longest (latest rows) launch first
+    qs = a.query_start[s];
+    const int q_len = a.query_start[s + 1] - qs;
+    G = a.num_heads / a.num_kv_heads;
+    const int rows = q_len * G;
+    r0 = tile * BM;
+    live = r0 < rows;
+    first_pos = a.context_lens[s] - q_len;
+    last_row = min(r0 + BM, rows) - 1;
+    kv_end = first_pos + last_row / G + 1;
+    n_tiles = (kv_end + BN - 1) / BN;
+    table = a.block_table + a.block_table_start[s];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    wg = warp / 4;
+    wg_r0 = wg * 64;
+    wr0 = wg_r0 + (warp % 4) * 16;
+    g = lane / 4;
+    tq = lane % 4;
+    // Rows past the end take the last position so that no row is wholly masked.
+    for (int h = 0; h < 2; ++h) pos[h] = first_pos + min(r0 + wr0 + 8 * h + g, last_row) / G;
+    warp_min_pos = first_pos + min(r0 + wr0, last_row) / G;
+    wg_live = r0 + wg_r0 <= last_row;
+    wg_max_pos = first_pos + min(r0 + wg_r0 + 63, last_row) / G;
+  }
+
+  __device__ unsigned char* k_tile(int st) const { return q_s + C::kQBytes + st * C::kTileBytes; }
+  __device__ unsigned char* v_tile(int st) const {
+    return q_s + C::kQBytes + (Stages + st) * C::kTileBytes;
+  }
+  __device__ uint32_t k_addr(int st) const { return q_addr + C::kQBytes + st * C::kTileBytes; }
+  __device__ uint32_t v_addr(int st) const {
+    return q_addr + C::kQBytes + (Stages + st) * C::kTileBytes;
+  }
+  // Key tiles this warpgroup computes: [0, wg_tiles); the later ones are above its rows.
+  __device__ int wg_tiles() const { return wg_live ? wg_max_pos / BN + 1 : 0; }
+
+  // Q as this thread's A fragments (layout in wgmma_ptx.cuh) for the D / 16 k-steps, 4-byte
+  // loads straight from global memory; rows past the end are zero.
+  __device__ void load_q_frags(uint32_t (&qf)[D / 16][4]) const {
+    const uint32_t* qrow[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int gr = r0 + wr0 + 8 * h + g;
+      const int64_t row = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
+      qrow[h] = gr <= last_row ? reinterpret_cast<const uint32_t*>(a.q + row * D) : nullptr;
+    }
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // a0..a3 = (row g | g + 8) x (cols 2t | 2t + 8)
+        const uint32_t* src = qrow[e % 2];
+        qf[kk][e] = src != nullptr ? src[(kk * 16 + 2 * tq + (e / 2) * 8) / 2] : 0u;
+      }
+  }
+
+  // Q rows past the end are zero-filled (finite scores; never stored).
+  __device__ void load_q() const {
+    static_assert(!kQRegs, "Q is in registers");
+    for (int i = threadIdx.x; i < BM * CPR; i += kThreads) {
+      const int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
+      const bool ok = gr <= last_row;
+      const int64_t qrow =
+          ok ? static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G : 0;
+      cp_async_16(q_s + sw128_offset(r, c, BM), a.q + qrow * D + c, ok);
+    }
+  }
+
+  // Keys [t * BN, t * BN + BN) into stage st through the block table; keys >= kv_end are
+  // zero-filled (their scores are masked, and a zero V row keeps 0 * V finite).
+  __device__ void load_kv(int t, int st) const {
+    unsigned char* const kd = k_tile(st);
+    unsigned char* const vd = v_tile(st);
+    const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * D;
+    const int64_t head_off = static_cast<int64_t>(kvh) * D;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < BN * CPR; i += kThreads) {
+      const int r = i / CPR, c = (i % CPR) * 8, j = t * BN + r;
+      const bool ok = j < kv_end;
+      const int blk = a.block_shift >= 0 ? j >> a.block_shift : j / a.block_size;
+      const int64_t slot =
+          static_cast<int64_t>(ok ? table[blk] : 0) * a.block_size + (j - blk * a.block_size);
+      const int64_t off = ok ? slot * slot_stride + head_off + c : 0;
+      const uint32_t so = sw128_offset(r, c, BN);
+      cp_async_16(kd + so, a.k_cache + off, ok);
+      cp_async_16(vd + so, a.v_cache + off, ok);
+    }
+  }
+
+  // S (this warpgroup's 64 x BN) = Q · K^T of stage st: D / 16 wgmmas, one commit group.
+  __device__ void issue_qk(float (&sc)[BN / 2], int st) const {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t qa = q_addr + (kk / 4) * BM * 128 + wg_r0 * 128 + (kk % 4) * 32;
+      const uint32_t ka = k_addr(st) + (kk / 4) * BN * 128 + (kk % 4) * 32;
+      wgmma_m64n64k16_ss<T>(sc, wgmma_desc_sw128(qa, 16, 1024), wgmma_desc_sw128(ka, 16, 1024),
+                            kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+  }
+
+  // The same with Q from registers: only K is read from shared memory.
+  __device__ void issue_qk(float (&sc)[BN / 2], const uint32_t (&qf)[D / 16][4], int st) const {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t ka = k_addr(st) + (kk / 4) * BN * 128 + (kk % 4) * 32;
+      wgmma_m64n64k16_rs<T>(sc, qf[kk], wgmma_desc_sw128(ka, 16, 1024), kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+  }
+
+  // O += P · V of stage st: BN / 16 wgmmas, one commit group; pf must stay untouched until the
+  // group retires.
+  __device__ void issue_pv(float (&o)[D / 2], const uint32_t (&pf)[BN / 16][4], int st) const {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint64_t desc = wgmma_desc_sw128(v_addr(st) + kk * 16 * 128, BN * 128, 1024);
+      if constexpr (D == 64) {
+        wgmma_m64n64k16_rs_tb<T>(o, pf[kk], desc, 1);
+      } else {
+        static_assert(D == 128, "v3 runs head_dim 64 and 128");
+        wgmma_m64n128k16_rs_tb<T>(o, pf[kk], desc, 1);
+      }
+    }
+    wgmma_commit();
+  }
+
+  // Masks S of key tile t (sc[4n + e]: row g + 8 (e / 2), key t BN + 8n + 2 tq + e % 2), then
+  // turns it into P = exp2(S scale - m_new) in place, updating m and l; returns the factors
+  // alpha[h] = exp2(m_old - m_new) that O's rows must be scaled by. Tile 0 holds key 0, visible
+  // to every row, so m is finite from then on and exp2(-inf - m) = 0 covers masked entries.
+  __device__ void softmax(float (&sc)[BN / 2], int t, float (&m)[2], float (&l)[2],
+                          float (&alpha)[2]) const {
+    const int kt = t * BN;
+    if (kt + BN - 1 > warp_min_pos) {  // the tile crosses this warp's diagonal
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (kt + n * 8 + 2 * tq + (e & 1) > pos[e / 2]) sc[4 * n + e] = -INFINITY;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+        mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m[h], mx * a.scale_log2);
+      alpha[h] = fast_exp2(m[h] - m_new);
+      m[h] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          const float p = fast_exp2(fmaf(sc[4 * n + e], a.scale_log2, -m_new));
+          sc[4 * n + e] = p;
+          sum += p;
+        }
+      l[h] = l[h] * alpha[h] + sum;  // this thread's columns only; summed at the end
+    }
+  }
+
+  __device__ static void rescale(float (&o)[D / 2], const float (&alpha)[2]) {
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[4 * d + e] *= alpha[e / 2];
+  }
+
+  // Finishes l across the quad, normalises, stores the real rows.
+  __device__ void store(const float (&o)[D / 2], const float (&l)[2]) const {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int gr = r0 + wr0 + 8 * h + g;
+      float sum = l[h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (gr > last_row) continue;
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int64_t orow = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
+      T* const dst = a.out + orow * D + 2 * tq;
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d)
+        *reinterpret_cast<uint32_t*>(dst + d * 8) =
+            pack2<T>(o[4 * d + 2 * h] * inv, o[4 * d + 2 * h + 1] * inv);
+    }
+  }
+};
+
+}  // namespace folio::cuda::prefill_detail::v3k

@@ -1,0 +1,180 @@
+// Emulated stand-in for src/backend/cuda/wgmma_ptx.cuh (same API, host code on simt_emu.h).
+// Operands are read straight from the emulated shared memory by decoding the 64-bit matrix
+// descriptor from the PTX ISA definitions (start address, LBO, SBO, swizzle mode) and the
+// canonical layouts of wgmma ("Shared Memory Matrix Layout": K-major and MN-major, no swizzle
+// and 128-byte swizzle), written here independently of the kernel's own address math. Shared
+// addresses are offsets into emu::smem(), so a 1024-byte-aligned offset plays the role of an
+// aligned shared address. Each thread computes its own accumulator entries (layout in the real
+// header); register-A operands are exchanged within the warp, which holds all 16 rows it needs.
+// Asynchrony is modelled the other way round from the hardware's worst case: a wgmma only
+// records itself; it runs, reading its accumulator and A registers and shared memory then, when a
+// wgmma.wait_group retires its commit group. So a kernel that reads an accumulator before the
+// wait, or writes accumulator / A registers or the tile before it, gets wrong results here.
+// Fences are no-ops (not checked).
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "simt_emu.h"
+
+namespace folio::cuda {
+
+inline uint64_t wgmma_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+         (static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
+         (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
+}
+namespace emu_wgmma {
+struct Pending {
+  std::vector<std::function<void()>> open;                // issued, not yet committed
+  std::deque<std::vector<std::function<void()>>> groups;  // committed, oldest first
+};
+inline thread_local Pending pending;
+}  // namespace emu_wgmma
+
+inline void wgmma_fence() {}
+inline void wgmma_commit() {
+  auto& q = emu_wgmma::pending;
+  q.groups.push_back(std::move(q.open));
+  q.open.clear();
+}
+// Runs the committed groups but the N most recent, oldest first (every lane of the warp runs
+// the same sequence, so the warp exchanges inside stay in step).
+template <int N>
+inline void wgmma_wait() {
+  auto& q = emu_wgmma::pending;
+  while (q.groups.size() > N) {
+    for (auto& f : q.groups.front()) f();
+    q.groups.pop_front();
+  }
+}
+inline void fence_proxy_async_smem() {}
+template <int N>
+inline void wgmma_fence_operand(float (&)[N]) {}
+
+namespace emu_wgmma {
+
+[[noreturn]] inline void fail(const char* what) {
+  std::fprintf(stderr, "emulated wgmma: %s\n", what);
+  std::abort();
+}
+
+// Byte address in shared memory of element (mn, k) of a 16-bit operand (A: mn = row m; B:
+// mn = column n; k in [0, 16)) described by `desc`, `k_major` = no transpose.
+inline uint32_t element_addr(uint64_t desc, int mn, int k, bool k_major) {
+  const uint32_t start = static_cast<uint32_t>(desc & 0x3FFF) << 4;
+  const uint32_t lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4;
+  const uint32_t sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFF) << 4;
+  const int base_offset = static_cast<int>((desc >> 49) & 7);
+  const int swizzle = static_cast<int>(desc >> 62);
+  if (base_offset != 0) fail("base offset other than 0 is not emulated");
+  const uint64_t reserved =
+      (uint64_t{3} << 14) | (uint64_t{3} << 30) | (uint64_t{7} << 46) | (uint64_t{0x3FF} << 52);
+  if ((desc & reserved) != 0) fail("reserved bits set");
+  uint32_t addr;
+  if (swizzle == 0) {  // interleave: 8 x 16-byte core matrices
+    // K-major ((8,m),(T,2)):((1T,SBO),(1,LBO)); MN-major ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)).
+    if (k_major)
+      addr = start + (mn % 8) * 16 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo;
+    else
+      addr = start + (mn % 8) * 2 + (mn / 8) * sbo + (k % 8) * 16 + (k / 8) * lbo;
+    return addr;
+  }
+  if (swizzle != 1) fail("only no-swizzle and 128-byte swizzle are emulated");
+  // 128-byte swizzle. K-major ((8,m),(T,2)):((8T,SBO),(1,T)): row mn at 128 bytes, 8-row groups
+  // SBO apart, k contiguous. MN-major ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)): 64 mn contiguous,
+  // 64-element panels LBO apart, k rows at 128 bytes, 8-k groups SBO apart.
+  if (k_major)
+    addr = start + (mn % 8) * 128 + (mn / 8) * sbo + k * 2;
+  else
+    addr = start + (mn % 64) * 2 + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo;
+  // The hardware swizzle: 16-byte chunk bits [4,7) XOR row-in-atom bits [7,10).
+  return addr ^ (((addr >> 7) & 7) << 4);
+}
+
+template <typename T>
+inline float smem_elem(uint32_t addr) {
+  if (addr % 2 != 0 || addr + 2 > emu::cur->smem.size()) fail("operand address out of range");
+  uint16_t b;
+  std::memcpy(&b, emu::smem() + addr, 2);
+  return half_bits_to_float<T>(b);
+}
+
+// d (rows 16w.., this thread's entries) op= A (16 rows of the warp, as a[16][16]) · B.
+template <typename T, int N>
+inline void accumulate(float (&d)[N / 2], const float (&A)[16][16], uint64_t desc_b, bool b_k_major,
+                       int scale_d) {
+  const int lane = emu::tid % 32, g = lane / 4, t = lane % 4;
+  for (int i = 0; i < N / 2; ++i) {
+    const int row = g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+    float s = 0.f;
+    for (int k = 0; k < 16; ++k)
+      s += A[row][k] * smem_elem<T>(element_addr(desc_b, col, k, b_k_major));
+    d[i] = (scale_d ? d[i] : 0.f) + s;
+  }
+}
+
+}  // namespace emu_wgmma
+
+template <typename T>
+inline void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  emu_wgmma::pending.open.push_back([&d, desc_a, desc_b, scale_d] {
+    const int w = (emu::tid / 32) % 4;
+    float A[16][16];
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 16; ++k)
+        A[r][k] = emu_wgmma::smem_elem<T>(emu_wgmma::element_addr(desc_a, 16 * w + r, k, true));
+    emu_wgmma::accumulate<T, 64>(d, A, desc_b, true, scale_d);
+  });
+}
+
+// Register A: lane (g, t) holds a0 (row g, k 2t..), a1 (row g + 8), a2 (row g, k 2t + 8..), a3.
+template <typename T>
+inline void emu_gather_a(float (&A)[16][16], const uint32_t (&a)[4]) {
+  const int lane = emu::tid % 32;
+  emu::warp_sync();
+  for (int i = 0; i < 4; ++i) emu::lane_slot(lane)[i] = a[i];
+  emu::warp_sync();
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    const auto& y = emu::lane_slot(l);
+    for (int k = 0; k < 2; ++k) {
+      auto el = [&](uint64_t reg) { return half_bits_to_float<T>(uint16_t(reg >> (16 * k))); };
+      A[g][2 * t + k] = el(y[0]);
+      A[g + 8][2 * t + k] = el(y[1]);
+      A[g][2 * t + 8 + k] = el(y[2]);
+      A[g + 8][2 * t + 8 + k] = el(y[3]);
+    }
+  }
+}
+
+template <typename T, int N>
+inline void emu_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, bool b_k_major,
+                         int scale_d) {
+  emu_wgmma::pending.open.push_back([&d, &a, desc_b, b_k_major, scale_d] {
+    float A[16][16];
+    emu_gather_a<T>(A, a);
+    emu_wgmma::accumulate<T, N>(d, A, desc_b, b_k_major, scale_d);
+  });
+}
+template <typename T>
+inline void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                               int scale_d) {
+  emu_wgmma_rs<T, 64>(d, a, desc_b, true, scale_d);
+}
+template <typename T>
+inline void wgmma_m64n64k16_rs_tb(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                                  int scale_d) {
+  emu_wgmma_rs<T, 64>(d, a, desc_b, false, scale_d);
+}
+template <typename T>
+inline void wgmma_m64n128k16_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
+                                   int scale_d) {
+  emu_wgmma_rs<T, 128>(d, a, desc_b, false, scale_d);
+}
+
+}  // namespace folio::cuda
