@@ -1,5 +1,5 @@
 // Per-call timings of the per-layer small ops, old kernels vs new, for the Llama-3-8B shape
-// (hidden 4096, 32 q / 8 kv heads, head_dim 128) at T = 1 and T = 256, plus the Qwen3-style chain
+// (hidden 4096, 32 q / 8 kv heads, head_dim 128) at T = 1, 256 and 2048, plus the Qwen3-style chain
 // with qk norm. Runs only with FOLIO_CUDA_BENCH=1 and asserts nothing about speed. Each figure is
 // the median over 11 rounds of (time of 100 back-to-back calls) / 100, CUDA events, bf16.
 #include <cuda_runtime.h>
@@ -54,7 +54,7 @@ TEST(SmallOpsBench, OldVsNewPerCallMicroseconds) {
   const DType dt = DType::kBF16;
   const int H = 4096, nh = 32, nkv = 8, hd = 128, qs = nh * hd, kvs = nkv * hd;
   std::mt19937 rng(5);
-  for (int T : {1, 256}) {
+  for (int T : {1, 256, 2048}) {
     auto x = DevTensor::upload(dt, testing::random_vec(static_cast<size_t>(T) * H, rng));
     auto w = DevTensor::upload(dt, testing::random_vec(H, rng, 0.5f, 1.5f));
     auto y = DevTensor::poisoned(dt, x.n);
