@@ -33,11 +33,11 @@ const char* kernel_name(RmsNormKernel k) {
 }
 
 // dims: 16-byte packs (4096, 8192, 128), scalar (100, 36, 4100), and rows too long for the
-// register-cached block kernel (40000: the reread path).
+// register-cached block kernel (40000: the reread path; 16384: several packs per thread).
 TEST_P(SmallOpsTest, RmsNormKernelsMatchReference) {
   for (RmsNormKernel kern :
        {RmsNormKernel::kAuto, RmsNormKernel::kWarpPerRow, RmsNormKernel::kBlockPerRow})
-    for (int dim : {4096, 8192, 128, 100, 36, 4100, 40000})
+    for (int dim : {4096, 8192, 16384, 128, 100, 36, 4100, 40000})
       for (int rows : {1, 3, 8, 257}) {
         if (static_cast<int64_t>(rows) * dim > 4'000'000) continue;
         auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(rows) * dim, rng, -3, 3));

@@ -42,23 +42,20 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
   const int h = blockIdx.y * kWarps + warp;
   const int nh = a.num_heads, nkv = a.num_kv_heads;
   const int rotated = nh + nkv;  // q and k heads
-  const int32_t pos = a.positions[t];
-  if (static_cast<int>(blockIdx.y) * kWarps < rotated) {  // uniform over the block
-    for (int i = threadIdx.x; i < half; i += blockDim.x)
-      rope_cos_sin(pos, a.inv_freq[i], &smem[i], &smem[half + i]);
-    __syncthreads();
-  }
-  if (h >= rotated + nkv) return;
+  const bool live = h < rotated + nkv;
   const int q_size = nh * hd, kv_size = nkv * hd;
   const int col = h < nh        ? h * hd
                   : h < rotated ? q_size + (h - nh) * hd
                                 : q_size + kv_size + (h - rotated) * hd;
   const T* src = a.qkv + static_cast<int64_t>(t) * (q_size + 2 * kv_size) + col;
-  float v[P][N];
+  const T* w = h < nh ? a.q_norm : a.k_norm;
+  // Every global load (row, bias, norm weights, slot) goes out before the block computes its
+  // cos/sin and waits at the barrier, so their latency overlaps.
+  float v[P][N], wv[P][N];
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const int e = (p * 32 + lane) * N;
-    if (e < hd) {
+    if (live && e < hd) {
       load_floats<N>(src + e, v[p]);
       if (a.bias) {  // split_qkv: fp32 add, rounded to T
         float b[N];
@@ -66,9 +63,17 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
 #pragma unroll
         for (int j = 0; j < N; ++j) v[p][j] = to_float(from_float<T>(v[p][j] + b[j]));
       }
+      if (kNorm && h < rotated) load_floats<N>(w + e, wv[p]);
     }
   }
-  const int64_t slot = a.slot_mapping[t];
+  const int64_t slot = live ? a.slot_mapping[t] : -1;
+  if (static_cast<int>(blockIdx.y) * kWarps < rotated) {  // uniform over the block
+    const int32_t pos = a.positions[t];
+    for (int i = threadIdx.x; i < half; i += blockDim.x)
+      rope_cos_sin(pos, a.inv_freq[i], &smem[i], &smem[half + i]);
+    __syncthreads();
+  }
+  if (!live) return;
   if (h >= rotated) {  // v head: straight to the cache
     if (slot < 0) return;
     T* dst = a.v_cache + slot * kv_size + (h - rotated) * hd;
@@ -80,7 +85,6 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
     return;
   }
   if constexpr (kNorm) {  // rms_norm_warp_kernel's arithmetic, in its order
-    const T* w = h < nh ? a.q_norm : a.k_norm;
     float ss = 0.f;
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -95,10 +99,8 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
     for (int p = 0; p < P; ++p) {
       const int e = (p * 32 + lane) * N;
       if (e < hd) {
-        float wv[N];
-        load_floats<N>(w + e, wv);
 #pragma unroll
-        for (int j = 0; j < N; ++j) v[p][j] = to_float(from_float<T>(v[p][j] * inv * wv[j]));
+        for (int j = 0; j < N; ++j) v[p][j] = to_float(from_float<T>(v[p][j] * inv * wv[p][j]));
       }
     }
   }

@@ -63,19 +63,23 @@ __device__ __forceinline__ float block_sum(float v) {
 // between the sum and the scale); K == 0: rows longer than that, reread in the second pass
 // (each thread its own elements, so in place stays safe).
 template <typename T, int N, int K, bool kAdd>
-__global__ void rms_norm_block_kernel(const T* x, T* residual, const T* weight, T* y, int dim,
-                                      float eps) {
+__global__ void __launch_bounds__(1024)
+    rms_norm_block_kernel(const T* x, T* residual, const T* weight, T* y, int dim, float eps) {
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
   const T* src = kAdd ? residual + base : x + base;
   const int stride = blockDim.x * N;
   float ss = 0.f;
   if constexpr (K > 0) {
-    float v[K][N];
+    // With one pack per thread (dim <= 8192) the weights too are loaded up front, so their
+    // latency overlaps the row's; more packs would need too many registers for 1024 threads.
+    constexpr bool kEarlyW = K == 1;
+    float v[K][N], w[kEarlyW ? K : 1][N];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int i = threadIdx.x * N + k * stride;
       if (i < dim) {
         load_floats<N>(src + i, v[k]);
+        if constexpr (kEarlyW) load_floats<N>(weight + i, w[k]);
         if constexpr (kAdd) {
           float a[N];
           load_floats<N>(x + base + i, a);
@@ -92,10 +96,10 @@ __global__ void rms_norm_block_kernel(const T* x, T* residual, const T* weight, 
     for (int k = 0; k < K; ++k) {
       const int i = threadIdx.x * N + k * stride;
       if (i < dim) {
-        float w[N];
-        load_floats<N>(weight + i, w);
+        if constexpr (!kEarlyW) load_floats<N>(weight + i, w[0]);
+        const float* wk = w[kEarlyW ? k : 0];
 #pragma unroll
-        for (int j = 0; j < N; ++j) v[k][j] = v[k][j] * inv * w[j];
+        for (int j = 0; j < N; ++j) v[k][j] = v[k][j] * inv * wk[j];
         store_floats<N>(y + base + i, v[k]);
       }
     }

@@ -44,20 +44,35 @@ __global__ void rope_kernel(T* q, T* k, const int32_t* positions, const float* i
   extern __shared__ float cs[];  // [half] cos, then [half] sin
   const int half = head_dim / 2;
   const int t = blockIdx.x;
-  const int32_t pos = positions[t];
-  for (int i = threadIdx.x; i < half; i += blockDim.x)
-    rope_cos_sin(pos, inv_freq[i], &cs[i], &cs[half + i]);
-  __syncthreads();
   const int packs = half / N;
-  const int heads = num_heads + (k ? num_kv_heads : 0);
-  for (int idx = threadIdx.x; idx < heads * packs; idx += blockDim.x) {
-    const int h = idx / packs, i = (idx - h * packs) * N;
-    T* v = h < num_heads
-               ? q + (static_cast<int64_t>(t) * num_heads + h) * head_dim
-               : k + (static_cast<int64_t>(t) * num_kv_heads + (h - num_heads)) * head_dim;
-    float a[N], b[N], lo[N], hi[N];
+  const int tasks = (num_heads + (k ? num_kv_heads : 0)) * packs;
+  auto locate = [&](int idx, T** v, int* i) {
+    const int h = idx / packs;
+    *i = (idx - h * packs) * N;
+    *v = h < num_heads ? q + (static_cast<int64_t>(t) * num_heads + h) * head_dim
+                       : k + (static_cast<int64_t>(t) * num_kv_heads + (h - num_heads)) * head_dim;
+  };
+  // The first task's loads go out before the sincos and the barrier (one task per thread is the
+  // common case: their latency then overlaps).
+  float a[N], b[N];
+  T* v = nullptr;
+  int i = 0;
+  if (static_cast<int>(threadIdx.x) < tasks) {
+    locate(threadIdx.x, &v, &i);
     load_floats<N>(v + i, a);
     load_floats<N>(v + i + half, b);
+  }
+  const int32_t pos = positions[t];
+  for (int f = threadIdx.x; f < half; f += blockDim.x)
+    rope_cos_sin(pos, inv_freq[f], &cs[f], &cs[half + f]);
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < tasks; idx += blockDim.x) {
+    if (idx != static_cast<int>(threadIdx.x)) {
+      locate(idx, &v, &i);
+      load_floats<N>(v + i, a);
+      load_floats<N>(v + i + half, b);
+    }
+    float lo[N], hi[N];
 #pragma unroll
     for (int j = 0; j < N; ++j) {
       const float c = cs[i + j], s = cs[half + i + j];

@@ -206,7 +206,7 @@ void qkv_case(const Shape& s, bool bias, bool norm, int bs, std::mt19937& rng) {
 template <typename T>
 void run_all(std::mt19937& rng) {
   for (RmsNormKernel k : {RmsNormKernel::kWarpPerRow, RmsNormKernel::kBlockPerRow})
-    for (int dim : {4096, 4100, 40000, 128, 36})
+    for (int dim : {4096, 16384, 4100, 40000, 128, 36})
       for (int rows : {1, 3}) {
         rms_norm_case<T>(k, false, rows, dim, rng);
         rms_norm_case<T>(k, true, rows, dim, rng);
