@@ -16,26 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-cudaexec}
 CARRY=$BUILD/carry
+source scripts/gpu-carry.sh
 
-stage() {
-  cmake -S . -B "$BUILD" -DFOLIO_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD" -j2 --target folio_cuda_tests folio
-  rm -rf "$CARRY" && mkdir -p "$CARRY"
-  cp "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" "$CARRY/"
-  strip "$CARRY/folio_cuda_tests" "$CARRY/folio"
-  # The binaries hold many kernel instantiations (~20 MB each): packed, they fit the 64 MiB a
-  # device call carries with the tree.
-  tar -C "$CARRY" -cf - folio folio_cuda_tests | xz -T2 -6 >"$CARRY/bins.tar.xz"
-  rm "$CARRY/folio" "$CARRY/folio_cuda_tests"
-  local libs
-  libs=$(mktemp -d)
-  ldd "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" | awk '/=> \// {print $3}' |
-    grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart' |
-    sort -u | xargs -I{} cp -L {} "$libs/"
-  ls "$libs"
-  tar -C "$libs" -cJf "$CARRY/libs.tar.xz" . && rm -rf "$libs"
-  du -sh "$CARRY"
-}
+stage() { carry_stage "$BUILD"; }
 
 # Seconds (wall) of one `folio generate` run.
 timed_generate() {
@@ -46,25 +29,12 @@ timed_generate() {
   echo "$t1 - $t0" | bc -l 2>/dev/null || python3 -c "print($t1 - $t0)"
 }
 
-# Unpacks the binaries that stage() packed (idempotent).
-unpack_bins() {
-  [[ -x $CARRY/folio ]] || tar -C "$CARRY" -xJf "$CARRY/bins.tar.xz"
-}
-
 run() {
   set +e +o pipefail  # report every part; the test log decides the exit status
-  unpack_bins
+  carry_unpack "$CARRY" || exit 1
   local out=${OUT:-/tmp/folio-gpu-exec}
   mkdir -p "$out"
-  local libs=/tmp/folio-gpu-libs
-  mkdir -p "$libs"
-  tar -C "$libs" -xJf "$CARRY/libs.tar.xz" 2>/dev/null ||
-    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
-      "$CARRY/libs.tar.xz" "$libs"
-  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-  [[ -e /work/main ]] || { mkdir -p /work && ln -s "$PWD" /work/main; }
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
-  ldd "$CARRY/folio" "$CARRY/folio_cuda_tests" | grep 'not found' && { echo "missing libraries"; exit 1; }
   echo "== gpu tests"
   timeout 300 "$CARRY/folio_cuda_tests" --gtest_filter="${FILTER:-*}" \
     --gtest_output="xml:$out/gpu_tests.xml" >"$out/gpu_tests.log" 2>&1
@@ -102,11 +72,9 @@ run() {
 # arguments go to every folio bench call (e.g. --no-device-sampling).
 bench() {
   set +e
-  unpack_bins
-  local out=${OUT:-/tmp/folio-gpu-exec} libs=/tmp/folio-gpu-libs
-  mkdir -p "$out" "$libs"
-  tar -C "$libs" -xJf "$CARRY/libs.tar.xz" 2>/dev/null
-  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  carry_unpack "$CARRY" || exit 1
+  local out=${OUT:-/tmp/folio-gpu-exec}
+  mkdir -p "$out"
   local m=(--device cuda --load-format dummy --model-config configs/llama-3-8b.json)
   for b in ${BATCHES:-1 32 128}; do
     echo "== bench latency batch $b $*"

@@ -20,32 +20,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-cuda}
 CARRY=$BUILD/carry
+source scripts/gpu-carry.sh
 
-stage() {
-  cmake -S . -B "$BUILD" -DFOLIO_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD" -j2 --target folio_cuda_tests
-  rm -rf "$CARRY" && mkdir -p "$CARRY"
-  cp "$BUILD/tests/cuda/folio_cuda_tests" "$CARRY/"
-  # Copy (dereferenced) every library the binary needs that is not part of CUDA or glibc.
-  local libs
-  libs=$(mktemp -d)
-  ldd "$BUILD/tests/cuda/folio_cuda_tests" | awk '/=> \// {print $3}' |
-    grep -E 'openblas|gfortran|quadmath|gomp' | xargs -I{} cp -L {} "$libs/"
-  tar -C "$libs" -cJf "$CARRY/libs.tar.xz" . && rm -rf "$libs"
-  du -sh "$CARRY"
-}
+stage() { carry_stage "$BUILD"; }
 
 run() {
   local out=${OUT:-/tmp/folio-gpu-test}
   mkdir -p "$out"
-  local libs=/tmp/folio-gpu-libs
-  mkdir -p "$libs"  # python's tarfile in case xz is missing there
-  tar -C "$libs" -xJf "$CARRY/libs.tar.xz" 2>/dev/null ||
-    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
-      "$CARRY/libs.tar.xz" "$libs"
-  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  carry_unpack "$CARRY" || exit 1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
-  ldd "$CARRY/folio_cuda_tests" | grep 'not found' && { echo "missing libraries"; exit 1; }
   local sanitizer=/usr/local/cuda/bin/compute-sanitizer
   if [[ -x $sanitizer ]]; then
     "$sanitizer" --tool memcheck --error-exitcode 3 "$CARRY/folio_cuda_tests" \

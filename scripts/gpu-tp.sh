@@ -22,32 +22,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-tp}
 CARRY=$BUILD/carry
+source scripts/gpu-carry.sh
 
-stage() {
-  cmake -S . -B "$BUILD" -DFOLIO_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD" -j2 --target folio_cuda_tests folio
-  rm -rf "$CARRY" && mkdir -p "$CARRY"
-  cp "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" "$CARRY/"
-  strip "$CARRY/folio_cuda_tests" "$CARRY/folio"
-  pwd >"$CARRY/source_dir"  # the fixture paths compiled into the test binary start here
-  local libs
-  libs=$(mktemp -d)
-  ldd "$BUILD/tests/cuda/folio_cuda_tests" "$BUILD/src/tools/folio" | awk '/=> \// {print $3}' |
-    grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart|libnccl' |
-    sort -u | xargs -I{} cp -L {} "$libs/"
-  ls "$libs"
-  tar -C "$libs" -cJf "$CARRY/libs.tar.xz" . && rm -rf "$libs"
-  du -sh "$CARRY"
-}
+stage() { carry_stage "$BUILD"; }
 
 setup_env() {
+  carry_unpack "$CARRY" || exit 1
   OUTDIR=${OUT:-/tmp/folio-gpu-tp}
   mkdir -p "$OUTDIR"
-  local libs=/tmp/folio-gpu-libs
-  mkdir -p "$libs"
-  tar -C "$libs" -xJf "$CARRY/libs.tar.xz" 2>/dev/null ||
-    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
-      "$CARRY/libs.tar.xz" "$libs"
   local nccl_dir=""
   if [[ -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
     nccl_dir=/usr/local/cuda/lib64
@@ -55,14 +37,10 @@ setup_env() {
     nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
   fi
   echo "NCCL from: ${nccl_dir:-not found}"
-  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH="${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}"
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-  local src
-  src=$(cat "$CARRY/source_dir" 2>/dev/null || echo /work/main)
-  if [[ ! -e $src ]]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used --format=csv || true
   nvidia-smi topo -m 2>/dev/null | head -n 12 || true
-  ldd "$CARRY/folio" "$CARRY/folio_cuda_tests" | grep 'not found' && { echo "missing libraries"; exit 1; }
   return 0
 }
 

@@ -30,6 +30,8 @@ struct EngineConfig {
   // Sample on the device when the backend can (the CUDA executor): logits stay on the GPU. Off:
   // every logits row comes to the host and the host Sampler draws (same contract, for checks).
   bool device_sampling = true;
+  // vLLM's --enforce-eager: run every step op by op (no CUDA graphs for decode steps).
+  bool enforce_eager = false;
   SchedulerConfig sched;
   int max_logprobs = 20;
   uint64_t seed = 0;        // engine seed for requests without their own

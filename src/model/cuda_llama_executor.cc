@@ -112,14 +112,18 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
     return Status();
   }
   FOLIO_RETURN_IF_ERROR(reserve_activations(T));
+  bool all_decode = true;
+  for (int s = 0; s < b.num_seqs(); ++s)
+    all_decode = all_decode && b.query_start[s + 1] - b.query_start[s] == 1;
+  if (all_decode && &c == &cache) {
+    if (const int bucket = graph_bucket(b.num_seqs()); bucket > 0)
+      return forward_graph(b, req, bucket);
+  }
   if (timer) timer->begin_step(nullptr);
   StepArrays d;
   FOLIO_RETURN_IF_ERROR(upload(b, d));
   mark("upload");
   // Plan attention once for the step; every layer reuses it.
-  bool all_decode = true;
-  for (int s = 0; s < b.num_seqs(); ++s)
-    all_decode = all_decode && b.query_start[s + 1] - b.query_start[s] == 1;
   cuda::DecodePlan decode;
   cuda::PrefillPlan prefill;
   if (all_decode) {
@@ -131,51 +135,59 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
     FOLIO_ASSIGN_OR_RETURN(prefill, cuda::plan_prefill_attention(b.query_start, config.num_heads,
                                                                  config.num_kv_heads));
   }
+  FOLIO_RETURN_IF_ERROR(run_layers({T, b.num_seqs()}, d, c, all_decode ? &decode : nullptr,
+                                   all_decode ? nullptr : &prefill, attn_workspace.data()));
+  return shard.world > 1 ? compute_logits_tp(b, d, req) : compute_logits(b, d, req);
+}
+
+// Embedding and every layer, on `stream` (the legacy stream, or a capture stream).
+Status CudaLlamaExecutor::Impl::run_layers(StepShape sh, const StepArrays& d, const CacheView& c,
+                                           const cuda::DecodePlan* decode,
+                                           const cuda::PrefillPlan* prefill, void* workspace) {
   // With TP each rank gathers its vocabulary slice (other ids give zero rows); the all-reduce
   // completes the rows.
-  FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, weights.embed, d.token_ids, x.data(), T,
-                                        config.hidden_size, shard.local_vocab, nullptr,
+  FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, weights.embed, d.token_ids, x.data(), sh.tokens,
+                                        config.hidden_size, shard.local_vocab, stream,
                                         shard.vocab_start));
-  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), static_cast<size_t>(T) * config.hidden_size));
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), static_cast<size_t>(sh.tokens) * config.hidden_size));
   mark("embedding");
   for (int l = 0; l < config.num_layers; ++l)
-    FOLIO_RETURN_IF_ERROR(layer(l, b, d, c, all_decode ? &decode : nullptr,
-                                all_decode ? nullptr : &prefill));
-  return shard.world > 1 ? compute_logits_tp(b, d, req) : compute_logits(b, d, req);
+    FOLIO_RETURN_IF_ERROR(layer(l, sh, d, c, decode, prefill, workspace));
+  return Status();
 }
 
 // x += o_proj(attention(rope(qkv(rms_norm(x))))); x += down(silu_and_mul(gate_up(rms_norm(x)))).
 // The residual adds happen inside the GEMMs (accumulate): one rounding of x per add.
-Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepArrays& d,
+Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
                                       const CacheView& c, const cuda::DecodePlan* decode,
-                                      const cuda::PrefillPlan* prefill) {
+                                      const cuda::PrefillPlan* prefill, void* workspace) {
   const CudaLayerWeights& w = weights.layers[l];
-  const int T = b.num_tokens(), H = config.hidden_size, I = config.intermediate_size;
+  const int T = sh.tokens, H = config.hidden_size, I = config.intermediate_size;
   const int hd = config.head_dim, nh = config.num_heads, nkv = config.num_kv_heads;
   const int qs = config.q_size(), kvs = config.kv_size();
   const float eps = static_cast<float>(config.rms_norm_eps);
-  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, stream));
   mark("rms_norm");
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qs + 2 * kvs, H,
-                                        false, nullptr));
+                                        false, stream));
   mark("qkv_gemm");
   FOLIO_RETURN_IF_ERROR(cuda::split_qkv(dt, qkv.data(), w.qkv_bias, q.data(), k.data(), v.data(),
-                                        T, qs, kvs, nullptr));
+                                        T, qs, kvs, stream));
   mark("split_qkv");
   if (config.qk_norm) {  // Qwen3: RMSNorm over each head's head_dim, before rope
-    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, nullptr));
-    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, nullptr));
+    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, stream));
+    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, stream));
     mark("qk_norm");
   }
   FOLIO_RETURN_IF_ERROR(cuda::rope(dt, q.data(), k.data(), d.positions, inv_freq.as<float>(), T,
-                                   nh, nkv, hd, nullptr));
+                                   nh, nkv, hd, stream));
   mark("rope");
   FOLIO_RETURN_IF_ERROR(cuda::reshape_and_cache(dt, k.data(), v.data(), d.slot_mapping, T, kvs,
-                                                c.k[l], c.v[l], nullptr));
+                                                c.k[l], c.v[l], stream));
   mark("kv_write");
   cuda::PagedAttentionParams p;
   p.dtype = dt;
-  p.num_seqs = b.num_seqs();
+  p.num_seqs = sh.seqs;
   p.num_heads = nh;
   p.num_kv_heads = nkv;
   p.head_dim = hd;
@@ -189,27 +201,27 @@ Status CudaLlamaExecutor::Impl::layer(int l, const ForwardBatch& b, const StepAr
   p.context_lens = d.context_lens;
   p.block_table_start = d.block_table_start;
   p.block_table = d.block_table;
-  FOLIO_RETURN_IF_ERROR(decode ? cuda::decode_attention(p, *decode, attn_workspace.data(), nullptr)
-                               : cuda::prefill_attention(p, *prefill, nullptr));
+  FOLIO_RETURN_IF_ERROR(decode ? cuda::decode_attention(p, *decode, workspace, stream)
+                               : cuda::prefill_attention(p, *prefill, stream));
   mark(decode ? "attn_decode" : "attn_prefill");
   // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
   // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
   const bool residual = shard.rank == 0;
   const size_t x_elems = static_cast<size_t>(T) * H;
   FOLIO_RETURN_IF_ERROR(
-      gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, nullptr));
+      gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, stream));
   mark("o_gemm");
   FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
   mark("all_reduce");
-  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
   mark("rms_norm");
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I, H,
-                                        false, nullptr));
+                                        false, stream));
   mark("gate_up_gemm");
-  FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, stream));
   mark("silu_mul");
   FOLIO_RETURN_IF_ERROR(
-      gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, nullptr));
+      gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, stream));
   mark("down_gemm");
   FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
   mark("all_reduce");

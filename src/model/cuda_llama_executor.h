@@ -33,6 +33,7 @@ struct CudaExecutorOptions {
   std::string dtype = "auto";          // auto (the checkpoint's; fp32 runs in bf16) | bfloat16 | float16
   double gpu_memory_utilization = 0.9;  // share of the GPU's total memory this executor may use
   int block_size = 16;                  // KV block size (1: token mode)
+  bool cuda_graphs = true;              // replay decode steps as CUDA graphs (--enforce-eager: off)
   int num_blocks = 0;                   // explicit device KV blocks; 0: planned from memory
   double swap_space_gib = 0.0;          // pinned host swap pool
   int max_num_batched_tokens = 2048;    // the largest step (sizes the activations)
@@ -69,6 +70,8 @@ class CudaLlamaExecutor final : public Executor {
   int vocab_size() const override;
   const KvCacheShape& kv_shape() const override;
   const CudaMemoryReport& memory_report() const;
+  // Decode steps replayed as CUDA graphs so far (0 with --enforce-eager).
+  int graph_steps() const;
 
   Status execute(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/decode_attention.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/dtype.h"
@@ -47,6 +48,12 @@ struct LogitsRequest {
   std::vector<float>* host_logits = nullptr;          // [returned rows, vocab]; nullptr: none
   const DeviceSamplingBatch* sampling = nullptr;      // nullptr: every row returns (execute())
   std::vector<DeviceSample>* samples = nullptr;       // one per sampling->rows
+};
+
+// The token and sequence counts a forward runs at (a CUDA-graph step is padded to its bucket).
+struct StepShape {
+  int tokens = 0;
+  int seqs = 0;
 };
 
 // Rows of logits computed per lm_head GEMM: bounds the fp32 logits buffer (256 x 128k vocab =
@@ -92,9 +99,27 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer sample_in, sample_out, op_saved;
   std::unique_ptr<cuda::StageTimer> timer;  // FOLIO_CUDA_STAGE_TIMES=1 only
 
-  // Attributes the op launched since the last mark to `stage` (no-op without a timer).
+  // The stream the forward's embedding and layers go to: the legacy default stream (nullptr),
+  // or a capture stream while a CUDA graph is being captured.
+  void* stream = nullptr;
+
+  // CUDA graphs of decode steps (cuda_llama_graphs.cc), one per batch-size bucket: captured on
+  // the second step of a bucket (the first, eager, creates the GEMM plans), replayed after.
+  // The step arrays of graph steps live in graph_in at offsets fixed per bucket, and attention
+  // uses plans bounded by max_model_len with graph_workspace, so nothing a graph points to moves.
+  bool graphs_enabled = false;
+  int max_model_len = 0;
+  std::vector<int> graph_buckets;          // ascending batch sizes
+  std::vector<cuda::CudaGraph> graphs;     // by bucket index; invalid until captured
+  std::vector<uint8_t> graph_warm;         // by bucket index: ran eagerly once
+  cuda::DeviceBuffer graph_in, graph_workspace;
+  cuda::PinnedHostBuffer graph_host;
+  int graph_steps = 0, eager_decode_steps = 0;  // for the executor's summary
+
+  // Attributes the op launched since the last mark to `stage` (no-op without a timer, and while
+  // capturing: events on the legacy stream cannot be recorded then).
   void mark(const char* stage) {
-    if (timer) timer->mark(stage, nullptr);
+    if (timer && stream == nullptr) timer->mark(stage, nullptr);
   }
 
   size_t layer_block_bytes() const;  // one block of one layer's K (or V) cache
@@ -102,8 +127,16 @@ struct CudaLlamaExecutor::Impl {
   Status upload(const ForwardBatch& b, StepArrays& d);
   Status validate(const ForwardBatch& b, const CacheView& c) const;
   Status forward(const ForwardBatch& b, const CacheView& c, const LogitsRequest& req);
-  Status layer(int l, const ForwardBatch& b, const StepArrays& d, const CacheView& c,
-               const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill);
+  Status run_layers(StepShape sh, const StepArrays& d, const CacheView& c,
+                    const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill,
+                    void* workspace);
+  Status layer(int l, StepShape sh, const StepArrays& d, const CacheView& c,
+               const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill, void* workspace);
+  // cuda_llama_graphs.cc.
+  Status init_graphs();
+  int graph_bucket(int num_seqs) const;  // 0: no graph for this batch
+  Status forward_graph(const ForwardBatch& b, const LogitsRequest& req, int bucket);
+  void drop_graphs();
   Status compute_logits(const ForwardBatch& b, const StepArrays& d, const LogitsRequest& req);
   // begin: checks and uploads req.sampling, sizes req.host_logits; end: downloads the samples
   // and synchronizes (surfacing any asynchronous error of the step).

@@ -89,6 +89,7 @@ Status CudaLlamaExecutor::Impl::reserve_activations(int tokens) {
   const size_t T = static_cast<size_t>(tokens), e = cuda::dtype_size(dt);
   const size_t H = config.hidden_size, I = config.intermediate_size;
   const size_t qs = config.q_size(), kvs = config.kv_size();
+  drop_graphs();  // they point at the buffers about to move
   FOLIO_RETURN_IF_ERROR(ensure_device(x, T * H * e));
   FOLIO_RETURN_IF_ERROR(ensure_device(normed, T * H * e));
   FOLIO_RETURN_IF_ERROR(ensure_device(qkv, T * (qs + 2 * kvs) * e));
@@ -134,7 +135,8 @@ Status load_and_allocate(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int m
                                                                   m.info.num_sms));
     FOLIO_RETURN_IF_ERROR(ensure_device(m.attn_workspace, plan.workspace_bytes));
   }
-  return Status();
+  m.max_model_len = max_len;
+  return m.init_graphs();  // before the profiling forward, so the KV budget sees its buffers
 }
 
 Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int max_len) {

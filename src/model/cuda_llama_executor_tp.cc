@@ -23,7 +23,7 @@ Status CudaLlamaExecutor::pending_error() const {
 
 Status CudaLlamaExecutor::Impl::tp_all_reduce(void* buf, size_t elements) {
   if (!tp || shard.world == 1) return Status();
-  return tp->comm->all_reduce_sum(buf, elements, comm_type(dt), nullptr);
+  return tp->comm->all_reduce_sum(buf, elements, comm_type(dt), stream);
 }
 
 Status CudaLlamaExecutor::Impl::tp_barrier(const Status& st) {

@@ -42,6 +42,8 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
       ->check(CLI::NonNegativeNumber);
   c->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f.enable_chunked_prefill,
               "split long prompts across steps (default on)");
+  c->add_flag("--enforce-eager", f.enforce_eager,
+              "CUDA: run decode steps op by op instead of replaying CUDA graphs");
   c->add_flag("--device-sampling,!--no-device-sampling", f.device_sampling,
               "sample on the GPU so logits stay there (default on; off: host sampler)");
   c->add_option("--max-logprobs", f.max_logprobs, "cap on logprobs / prompt_logprobs")
@@ -77,6 +79,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.tensor_parallel_size = f.tensor_parallel_size;
   c.enable_prefix_caching = f.enable_prefix_caching;
   c.device_sampling = f.device_sampling;
+  c.enforce_eager = f.enforce_eager;
   c.sched.preemption_mode =
       f.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
   c.sched.policy = f.scheduling_policy == "priority" ? SchedulePolicy::kPriority : SchedulePolicy::kFcfs;

@@ -7,79 +7,65 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/gemm_autotune.h"
+#include "base/log.h"
 
 namespace folio::cuda {
 namespace {
 
-Status lt_status(cublasStatus_t st, const char* what) {
-  if (st == CUBLAS_STATUS_SUCCESS) return Status();
-  return internal_error(std::string(what) + ": " + cublasLtGetStatusName(st) + " (" +
-                        cublasLtGetStatusString(st) + ")");
+// Timing scratch: the tuned GEMM's output (m·n elements at most) at its start; all of it is
+// rewritten before each timed run to evict the weights from L2 (50 MiB on H100/H200).
+constexpr size_t kTuneScratchBytes = 64u << 20;
+
+using Plan = LtPlan;
+using Key = std::tuple<int, int, int, int, bool>;
+
+std::string shape_name(DType dtype, int m, int n, int k, bool accumulate) {
+  return std::string(dtype_name(dtype)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+         " k=" + std::to_string(k) + (accumulate ? " (accumulate)" : "");
 }
-
-#define FOLIO_LT_RETURN_IF_ERROR(expr) FOLIO_RETURN_IF_ERROR(lt_status((expr), #expr))
-
-// Descriptors and the chosen algorithm for one shape. cuBLASLt is column-major: the row-major
-// y[m, n] is the column-major C[n, m] = W · X^T with W the row-major [n, k] weight read
-// transposed (op(A) = A^T on a column-major [k, n] buffer) and X^T the column-major [k, m] view
-// of x.
-struct Plan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  ~Plan() {
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
-};
 
 }  // namespace
 
 struct Gemm::Impl {
   cublasLtHandle_t handle = nullptr;
   DeviceBuffer workspace;
-  std::map<std::tuple<int, int, int, int>, std::unique_ptr<Plan>> plans;
+  DeviceBuffer tune_scratch;  // empty when autotuning is off
+  AutotuneOptions tune;
+  std::map<Key, std::unique_ptr<Plan>> plans;
+  std::map<Key, cublasLtMatmulAlgo_t> bucket_algos;  // key m = tune_bucket(m): see AutotuneOptions
 
   ~Impl() {
     plans.clear();
     if (handle) cublasLtDestroy(handle);
   }
 
-  Result<Plan*> plan_for(DType dtype, int m, int n, int k) {
-    const auto key = std::make_tuple(static_cast<int>(dtype), m, n, k);
-    if (auto it = plans.find(key); it != plans.end()) return it->second.get();
+  bool will_tune(DType dtype, int m, int n) const {
+    return tune.enabled && m <= tune.max_m &&
+           static_cast<size_t>(m) * n * dtype_size(dtype) <= tune_scratch.bytes();
+  }
+
+  // Creates the plan for a shape not in the cache. x and w may be null only when !will_tune.
+  Result<Plan*> create_plan(DType dtype, const void* x, const void* w, int m, int n, int k,
+                            bool accumulate, cudaStream_t stream) {
+    const std::string name = shape_name(dtype, m, n, k, accumulate);
+    FOLIO_RETURN_IF_ERROR(check_not_capturing(stream, "Gemm plan for " + name));
     auto p = std::make_unique<Plan>();
     const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
-    FOLIO_LT_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    FOLIO_LT_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                                            &ta, sizeof(ta)));
-    FOLIO_LT_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                                                            &tb, sizeof(tb)));
-    FOLIO_LT_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p->a, t, k, n, k));
-    FOLIO_LT_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p->b, t, k, m, k));
-    FOLIO_LT_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p->c, t, n, m, n));
-    cublasLtMatmulPreference_t pref = nullptr;
-    FOLIO_LT_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
-    const size_t ws = workspace.bytes();
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    if (st == CUBLAS_STATUS_SUCCESS)
-      st = cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->c, p->c, pref, 1,
-                                          &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    FOLIO_RETURN_IF_ERROR(lt_status(st, "cublasLtMatmulAlgoGetHeuristic"));
-    if (found == 0)
-      return unimplemented("cuBLASLt has no algorithm for " + std::string(dtype_name(dtype)) +
-                           " m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                           " k=" + std::to_string(k));
-    p->algo = result.algo;
+    FOLIO_RETURN_IF_ERROR(p->describe_nt(t, t, m, n, k));
+    const bool timed = will_tune(dtype, m, n) && x && w;
+    const TuneBuffers buf{
+        w, x, tune_scratch.data(), workspace.data(), tune_scratch.data(), tune_scratch.bytes()};
+    const Key bucket{static_cast<int>(dtype), tune_bucket(m), n, k, accumulate};
+    const auto lent = bucket_algos.find(bucket);
+    const cublasLtMatmulAlgo_t* reuse =
+        tune.bucketed && lent != bucket_algos.end() ? &lent->second : nullptr;
+    FOLIO_RETURN_IF_ERROR(pick_algo(*p, handle, workspace.bytes(), tune.max_candidates,
+                                    timed ? &buf : nullptr, reuse, accumulate ? 1.f : 0.f, stream,
+                                    name));
+    if (p->tuned && !p->reused) bucket_algos.insert_or_assign(bucket, p->algo);
     Plan* raw = p.get();
-    plans.emplace(key, std::move(p));
+    plans.emplace(Key{static_cast<int>(dtype), m, n, k, accumulate}, std::move(p));
     return raw;
   }
 };
@@ -87,10 +73,15 @@ struct Gemm::Impl {
 Gemm::Gemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Gemm::~Gemm() = default;
 
-Result<std::unique_ptr<Gemm>> Gemm::create(size_t workspace_bytes) {
+Result<std::unique_ptr<Gemm>> Gemm::create(size_t workspace_bytes, GemmAutotune autotune) {
   auto impl = std::make_unique<Impl>();
-  FOLIO_LT_RETURN_IF_ERROR(cublasLtCreate(&impl->handle));
+  FOLIO_ASSIGN_OR_RETURN(impl->tune, AutotuneOptions::from_env());
+  if (autotune != GemmAutotune::kFromEnv) impl->tune.enabled = autotune == GemmAutotune::kOn;
+  FOLIO_RETURN_IF_ERROR(lt_status(cublasLtCreate(&impl->handle), "cublasLtCreate"));
   FOLIO_ASSIGN_OR_RETURN(impl->workspace, DeviceBuffer::allocate(workspace_bytes));
+  if (impl->tune.enabled) {
+    FOLIO_ASSIGN_OR_RETURN(impl->tune_scratch, DeviceBuffer::allocate(kTuneScratchBytes));
+  }
   return std::unique_ptr<Gemm>(new Gemm(std::move(impl)));
 }
 
@@ -100,7 +91,14 @@ Status Gemm::matmul_nt(DType dtype, const void* x, const void* w, void* y, int m
   if (m == 0 || n == 0) return Status();
   if (k == 0)  // an empty sum: cuBLASLt rejects k = 0
     return accumulate ? Status() : memset_async(y, 0, size_t{2} * m * n, stream);
-  FOLIO_ASSIGN_OR_RETURN(Plan * p, impl_->plan_for(dtype, m, n, k));
+  Plan* p = nullptr;
+  if (auto it = impl_->plans.find(Key{static_cast<int>(dtype), m, n, k, accumulate});
+      it != impl_->plans.end()) {
+    p = it->second.get();
+  } else {
+    FOLIO_ASSIGN_OR_RETURN(p,
+                           impl_->create_plan(dtype, x, w, m, n, k, accumulate, as_stream(stream)));
+  }
   const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
   return lt_status(cublasLtMatmul(impl_->handle, p->desc, &alpha, w, p->a, x, p->b, &beta, y, p->c,
                                   y, p->c, &p->algo, impl_->workspace.data(),
@@ -108,6 +106,68 @@ Status Gemm::matmul_nt(DType dtype, const void* x, const void* w, void* y, int m
                    "cublasLtMatmul");
 }
 
-size_t Gemm::cached_plans() const { return impl_->plans.size(); }
+Status Gemm::prepare(DType dtype, const void* x, const void* w, int m, int n, int k,
+                     bool accumulate, void* stream) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return invalid_argument("Gemm::prepare: dimensions must be positive, got " +
+                            shape_name(dtype, m, n, k, accumulate));
+  if (has_plan(dtype, m, n, k, accumulate)) return Status();
+  if (impl_->will_tune(dtype, m, n) && (!x || !w))
+    return invalid_argument("Gemm::prepare: null operand");
+  return impl_->create_plan(dtype, x, w, m, n, k, accumulate, as_stream(stream)).status();
+}
+
+Status Gemm::prepare(DType dtype, int m, int n, int k, bool accumulate, void* stream) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return invalid_argument("Gemm::prepare: dimensions must be positive, got " +
+                            shape_name(dtype, m, n, k, accumulate));
+  if (has_plan(dtype, m, n, k, accumulate)) return Status();
+  if (!impl_->will_tune(dtype, m, n))
+    return impl_->create_plan(dtype, nullptr, nullptr, m, n, k, accumulate, as_stream(stream))
+        .status();
+  FOLIO_RETURN_IF_ERROR(check_not_capturing(as_stream(stream), "Gemm::prepare"));
+  const size_t e = dtype_size(dtype);
+  auto x = DeviceBuffer::allocate(static_cast<size_t>(m) * k * e);
+  auto w = x.ok() ? DeviceBuffer::allocate(static_cast<size_t>(n) * k * e) : x.status();
+  if (!x.ok() || !w.ok()) {  // no room for the stand-ins: keep the heuristic's choice
+    cudaGetLastError();      // the failed cudaMalloc's error must not surface at a later launch
+    log_warn("Gemm::prepare: no memory for timing operands of " +
+             shape_name(dtype, m, n, k, accumulate) + "; using cuBLASLt's first heuristic choice");
+    return impl_->create_plan(dtype, nullptr, nullptr, m, n, k, accumulate, as_stream(stream))
+        .status();
+  }
+  // 0x3C3C: a small finite value in bf16 (0.0115) and fp16 (1.06); the numbers do not matter.
+  FOLIO_RETURN_IF_ERROR(memset_async(x->data(), 0x3C, x->bytes(), stream));
+  FOLIO_RETURN_IF_ERROR(memset_async(w->data(), 0x3C, w->bytes(), stream));
+  Status st =
+      impl_->create_plan(dtype, x->data(), w->data(), m, n, k, accumulate, as_stream(stream))
+          .status();
+  FOLIO_RETURN_IF_ERROR(synchronize(stream));  // before the stand-ins are freed
+  return st;
+}
+
+size_t Gemm::cached_plans() const {
+  return impl_->plans.size();
+}
+
+bool Gemm::has_plan(DType dtype, int m, int n, int k, bool accumulate) const {
+  return impl_->plans.count(Key{static_cast<int>(dtype), m, n, k, accumulate}) > 0;
+}
+
+bool Gemm::autotune_enabled() const {
+  return impl_->tune.enabled;
+}
+
+size_t Gemm::tuned_plans() const {
+  size_t c = 0;
+  for (const auto& [key, p] : impl_->plans) c += p->tuned;
+  return c;
+}
+
+size_t Gemm::retuned_plans() const {
+  size_t c = 0;
+  for (const auto& [key, p] : impl_->plans) c += p->tuned && p->chosen != 0;
+  return c;
+}
 
 }  // namespace folio::cuda

@@ -2,8 +2,23 @@
 //   y[m, n] = x[m, k] · w[n, k]^T  (+ y when accumulate: the residual add of o_proj/down_proj)
 // bf16 or fp16 operands, fp32 accumulation, row-major contiguous tensors.
 // One Gemm per stream/thread (it is not thread-safe): it owns the cuBLASLt handle, a workspace,
-// and caches the matmul descriptors and the heuristic's algorithm per (dtype, m, n, k), so a
-// step's repeated shapes pay for the heuristic once.
+// and a plan per (dtype, m, n, k, accumulate): the matmul descriptors and the chosen algorithm.
+//
+// Algorithm choice (gemm_autotune.h): with autotuning on (FOLIO_GEMM_AUTOTUNE=1; off by default:
+// on the H100 it gained at most 1.10x on one decode shape and cost ~25 ms per shape, see
+// NOTES.md) a plan for m <= FOLIO_GEMM_AUTOTUNE_MAX_M (512) times up to 16 heuristic algorithms on
+// the real operands and keeps the fastest; otherwise it keeps cuBLASLt's first heuristic choice.
+// Timing writes only Gemm-owned scratch, never the caller's y.
+//
+// Memory: everything is allocated by create() (the workspace, plus a 64 MiB timing scratch when
+// autotuning is on), so the executor's profiling forward sees it; plan creation allocates nothing,
+// except prepare() without operands (transient, freed before it returns).
+//
+// CUDA graphs: creating a plan synchronizes the stream and times kernels, so it must not happen
+// inside a stream capture. Call prepare() for every shape the captured step uses (or run the step
+// once uncaptured) before capturing; matmul_nt on a capturing stream with no plan for its shape
+// returns an error instead of creating one. With a plan, matmul_nt is capture-safe (one
+// cublasLtMatmul on the caller's stream with the Gemm-owned workspace).
 #pragma once
 
 #include <cstddef>
@@ -14,9 +29,12 @@
 
 namespace folio::cuda {
 
+enum class GemmAutotune { kFromEnv, kOff, kOn };
+
 class Gemm {
  public:
-  static Result<std::unique_ptr<Gemm>> create(size_t workspace_bytes = 32u << 20);
+  static Result<std::unique_ptr<Gemm>> create(size_t workspace_bytes = 32u << 20,
+                                              GemmAutotune autotune = GemmAutotune::kFromEnv);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -24,7 +42,21 @@ class Gemm {
   Status matmul_nt(DType dtype, const void* x, const void* w, void* y, int m, int n, int k,
                    bool accumulate, void* stream);
 
+  // Creates (and tunes) the plan for a shape ahead of time; a no-op when it exists. The first form
+  // times on the caller's operands (only read: x[m, k], w[n, k]; the executor's activation buffers
+  // and weights), the second on transient device buffers it allocates (m·k + n·k elements) and
+  // frees. Both synchronize `stream`; neither may run during a capture.
+  Status prepare(DType dtype, const void* x, const void* w, int m, int n, int k, bool accumulate,
+                 void* stream = nullptr);
+  Status prepare(DType dtype, int m, int n, int k, bool accumulate, void* stream = nullptr);
+
   size_t cached_plans() const;
+  bool has_plan(DType dtype, int m, int n, int k, bool accumulate) const;
+  bool autotune_enabled() const;
+  // Of the plans created so far, how many were timed (and how many of those chose an algorithm
+  // other than the heuristic's first).
+  size_t tuned_plans() const;
+  size_t retuned_plans() const;
 
  private:
   struct Impl;

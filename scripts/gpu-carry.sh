@@ -1,0 +1,47 @@
+# Sourced by the scripts/gpu-*.sh: how a build travels to the GPU machine and is unpacked there.
+#
+# The GPU machine has CUDA but none of our Debian libraries, and a device call carries at most
+# 64 MiB with the tree, so `carry_stage` builds here and packs into $BUILD/carry:
+#   bins.tar.xz  folio and folio_cuda_tests, stripped (~20 MB each unpacked: many kernel
+#                instantiations)
+#   libs.tar.xz  the shared libraries they need beyond glibc/libstdc++/CUDA/NCCL (OpenBLAS and its
+#                gfortran/quadmath deps, PCRE2, utf8proc, xxHash...)
+#   source_dir   this checkout's path: the test binaries read fixtures through paths compiled in
+# and `carry_unpack` (there) unpacks both, sets LD_LIBRARY_PATH and links source_dir to the
+# checkout it runs in.
+
+carry_stage() {
+  local build=$1 carry=$1/carry
+  cmake -S . -B "$build" -DFOLIO_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j2 --target folio_cuda_tests folio
+  rm -rf "$carry" && mkdir -p "$carry"
+  cp "$build/tests/cuda/folio_cuda_tests" "$build/src/tools/folio" "$carry/"
+  strip "$carry/folio_cuda_tests" "$carry/folio"
+  tar -C "$carry" -cf - folio folio_cuda_tests | xz -T2 -6 >"$carry/bins.tar.xz"
+  rm "$carry/folio" "$carry/folio_cuda_tests"
+  pwd >"$carry/source_dir"
+  local libs
+  libs=$(mktemp -d)
+  ldd "$build/tests/cuda/folio_cuda_tests" "$build/src/tools/folio" | awk '/=> \// {print $3}' |
+    grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart|libnccl' |
+    sort -u | xargs -I{} cp -L {} "$libs/"
+  tar -C "$libs" -cJf "$carry/libs.tar.xz" . && rm -rf "$libs"
+  du -sh "$carry"
+}
+
+carry_unpack() {
+  local carry=$1 libs=/tmp/folio-gpu-libs
+  [[ -x $carry/folio ]] || tar -C "$carry" -xJf "$carry/bins.tar.xz"
+  mkdir -p "$libs"
+  tar -C "$libs" -xJf "$carry/libs.tar.xz" 2>/dev/null ||
+    python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+      "$carry/libs.tar.xz" "$libs"
+  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  local src
+  src=$(cat "$carry/source_dir" 2>/dev/null || echo /work/main)
+  if [[ ! -e $src ]]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+  if ldd "$carry/folio" "$carry/folio_cuda_tests" | grep 'not found'; then
+    echo "missing libraries" >&2
+    return 1
+  fi
+}

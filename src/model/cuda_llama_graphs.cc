@@ -1,0 +1,164 @@
+// CUDA graphs for decode steps. A decode step launches about 12 kernels per layer (~390 for a
+// 32-layer model); replaying them as one graph removes the per-launch host cost and the gaps
+// it leaves on the GPU. A step of S sequences runs as the graph of the smallest bucket B >= S:
+// the batch is padded with sequences of context 0 whose token writes no KV (slot -1) and whose
+// rows nobody reads. The graph covers the embedding and the layers; the lm_head, sampling and
+// copies stay eager (their row count varies).
+//
+// What a graph bakes in, and why it stays valid: kernel arguments are pointers and sizes. Sizes
+// depend only on B; pointers are the weights, the KV cache, the activations (sized once at
+// creation; if they ever grow, every graph is dropped), graph_in (the step arrays, at offsets
+// fixed per B) and graph_workspace (sized for the bounded attention plan of every bucket). The
+// attention plan is bounded by max_model_len, so it does not depend on the step's lengths
+// (decode_attention.h), and the GEMM plans for m = B exist from the bucket's first, eager step.
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "model/cuda_llama_executor_impl.h"
+
+namespace folio {
+namespace {
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+// Offsets of the step arrays of a graph step of B sequences in graph_in (and graph_host).
+struct GraphLayout {
+  size_t token_ids, positions, slot_mapping, query_start, context_lens, block_table_start,
+      logits_rows, block_table, total;
+  GraphLayout(int B, int64_t table_capacity) {
+    size_t o = 0;
+    auto take = [&](size_t bytes) {
+      const size_t at = o;
+      o += align16(bytes);
+      return at;
+    };
+    token_ids = take(4 * B);
+    positions = take(4 * B);
+    slot_mapping = take(8 * B);
+    query_start = take(4 * (B + 1));
+    context_lens = take(4 * B);
+    block_table_start = take(4 * (B + 1));
+    logits_rows = take(4 * B);
+    block_table = take(4 * table_capacity);
+    total = o;
+  }
+};
+
+// 1, 2, 4, 8, then every 8 to 64, every 16 to 256, every 32 to 512, every 64 beyond.
+std::vector<int> buckets_up_to(int max_batch) {
+  std::vector<int> out;
+  for (int b = 1; b <= max_batch;) {
+    out.push_back(b);
+    b = b < 8 ? 2 * b : b < 64 ? b + 8 : b < 256 ? b + 16 : b < 512 ? b + 32 : b + 64;
+  }
+  if (out.empty() || out.back() != max_batch) out.push_back(max_batch);
+  return out;
+}
+
+}  // namespace
+
+int CudaLlamaExecutor::graph_steps() const { return impl_->graph_steps; }
+
+Status CudaLlamaExecutor::Impl::init_graphs() {
+  graphs_enabled = options.cuda_graphs;
+  if (!graphs_enabled) return Status();
+  const int max_batch = std::min(options.max_num_seqs, act_tokens);
+  graph_buckets = buckets_up_to(max_batch);
+  graphs.clear();
+  graphs.resize(graph_buckets.size());
+  graph_warm.assign(graph_buckets.size(), 0);
+  const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
+  const GraphLayout largest(graph_buckets.back(), blocks_per_seq * graph_buckets.back());
+  FOLIO_RETURN_IF_ERROR(ensure_device(graph_in, largest.total));
+  FOLIO_ASSIGN_OR_RETURN(graph_host, cuda::PinnedHostBuffer::allocate(largest.total));
+  size_t workspace = 16;
+  for (int B : graph_buckets) {
+    FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention_bounded(
+                                          B, max_model_len, config.num_heads,
+                                          config.num_kv_heads, config.head_dim, info.num_sms));
+    workspace = std::max(workspace, plan.workspace_bytes);
+  }
+  return ensure_device(graph_workspace, workspace);
+}
+
+void CudaLlamaExecutor::Impl::drop_graphs() {
+  for (auto& g : graphs) g = cuda::CudaGraph();
+  std::fill(graph_warm.begin(), graph_warm.end(), 0);
+}
+
+int CudaLlamaExecutor::Impl::graph_bucket(int num_seqs) const {
+  if (!graphs_enabled || graph_buckets.empty() || num_seqs > graph_buckets.back()) return 0;
+  return *std::lower_bound(graph_buckets.begin(), graph_buckets.end(), num_seqs);
+}
+
+Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const LogitsRequest& req,
+                                              int B) {
+  const int S = b.num_seqs();
+  const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
+  const GraphLayout L(B, blocks_per_seq * B);
+  if (static_cast<int64_t>(b.block_table.size()) > blocks_per_seq * B)
+    return internal_error("decode step: block tables longer than max_model_len allows");
+  // Pad to B sequences of one token: token 0, position 0, no KV write, context 0, no blocks.
+  auto* h = static_cast<std::byte*>(graph_host.data());
+  auto put = [&](size_t off, const auto& v, size_t n_pad, auto pad) {
+    using T = std::decay_t<decltype(pad)>;
+    auto* dst = reinterpret_cast<T*>(h + off);
+    std::memcpy(dst, v.data(), v.size() * sizeof(T));
+    std::fill(dst + v.size(), dst + v.size() + n_pad, pad);
+  };
+  put(L.token_ids, b.token_ids, B - S, int32_t{0});
+  put(L.positions, b.positions, B - S, int32_t{0});
+  put(L.slot_mapping, b.slot_mapping, B - S, int64_t{-1});
+  auto* qs = reinterpret_cast<int32_t*>(h + L.query_start);
+  for (int i = 0; i <= B; ++i) qs[i] = i;
+  put(L.context_lens, b.context_lens, B - S, int32_t{0});
+  put(L.block_table_start, b.block_table_start, B - S, b.block_table_start.back());
+  put(L.logits_rows, b.logits_rows, 0, int32_t{0});
+  put(L.block_table, b.block_table, 0, int32_t{0});
+  const size_t bytes = L.block_table + b.block_table.size() * 4;
+  FOLIO_RETURN_IF_ERROR(cuda::copy_async(graph_in.data(), graph_host.data(), bytes, nullptr));
+  const auto* base = static_cast<const std::byte*>(graph_in.data());
+  auto i32 = [&](size_t off) { return reinterpret_cast<const int32_t*>(base + off); };
+  StepArrays d;
+  d.token_ids = i32(L.token_ids);
+  d.positions = i32(L.positions);
+  d.slot_mapping = reinterpret_cast<const int64_t*>(base + L.slot_mapping);
+  d.query_start = i32(L.query_start);
+  d.context_lens = i32(L.context_lens);
+  d.block_table_start = i32(L.block_table_start);
+  d.block_table = i32(L.block_table);
+  d.logits_rows = i32(L.logits_rows);
+  FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention_bounded(
+                                        B, max_model_len, config.num_heads, config.num_kv_heads,
+                                        config.head_dim, info.num_sms));
+  const size_t k = static_cast<size_t>(std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) -
+                                       graph_buckets.begin());
+  const StepShape shape{B, B};
+  if (timer) timer->begin_step(nullptr);
+  if (!graph_warm[k]) {
+    // First step of this bucket: eager (creates the GEMM plans for m = B).
+    FOLIO_RETURN_IF_ERROR(run_layers(shape, d, cache, &plan, nullptr, graph_workspace.data()));
+    graph_warm[k] = 1;
+    ++eager_decode_steps;
+  } else {
+    if (!graphs[k].valid()) {
+      auto g = cuda::CudaGraph::capture([&](void* s) {
+        stream = s;
+        Status st = run_layers(shape, d, cache, &plan, nullptr, graph_workspace.data());
+        stream = nullptr;
+        return st;
+      });
+      if (!g.ok())
+        return Status(g.status().code(), "capturing the decode graph of batch " +
+                                             std::to_string(B) + ": " + g.status().message());
+      graphs[k] = std::move(*g);
+    }
+    FOLIO_RETURN_IF_ERROR(graphs[k].launch(nullptr));
+    mark("decode_graph");
+    ++graph_steps;
+  }
+  return shard.world > 1 ? compute_logits_tp(b, d, req) : compute_logits(b, d, req);
+}
+
+}  // namespace folio

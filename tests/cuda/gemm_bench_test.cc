@@ -1,0 +1,113 @@
+// Decode GEMM timings for the report, run only when FOLIO_CUDA_BENCH=1 (asserts nothing about
+// speed): Llama-3-8B's four linear layers (bf16) at decode batch m = 1..256, cuBLASLt's first
+// heuristic algorithm against the autotuned plan. Each run is timed alone with CUDA events after a
+// 128 MiB write that evicts L2 (in a real forward the other layers' weights do), median of 20.
+// TB/s counts the weight bytes only (n·k·2), the floor of what a decode GEMM must read.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/gemm.h"
+#include "cuda_test_util.h"
+
+namespace folio::cuda {
+namespace {
+
+bool bench_enabled() {
+  const char* e = std::getenv("FOLIO_CUDA_BENCH");
+  return e && std::string(e) == "1";
+}
+
+// Fills a device buffer with random bf16 by replicating a 16 MiB random chunk.
+void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
+  const size_t chunk = std::min<size_t>(bytes, 16u << 20);
+  auto host = testing::random_vec(chunk / 2, rng);
+  std::vector<uint16_t> bits(host.size());
+  for (size_t i = 0; i < host.size(); ++i) bits[i] = testing::to_bits(DType::kBF16, host[i]);
+  for (size_t off = 0; off < bytes; off += chunk)
+    ASSERT_TRUE(
+        copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
+}
+
+// Median microseconds of one matmul_nt (the plan already exists), L2 flushed before each run.
+float median_us(Gemm& g, const void* x, const void* w, void* y, int m, int n, int k, bool acc,
+                DeviceBuffer& flush, cudaStream_t s) {
+  constexpr int kRuns = 20;
+  std::vector<cudaEvent_t> ev(2 * kRuns);
+  for (auto& e : ev) EXPECT_EQ(cudaEventCreate(&e), cudaSuccess);
+  for (int r = 0; r < kRuns; ++r) {
+    EXPECT_EQ(cudaMemsetAsync(flush.data(), r & 1, flush.bytes(), s), cudaSuccess);
+    EXPECT_EQ(cudaEventRecord(ev[2 * r], s), cudaSuccess);
+    EXPECT_TRUE(g.matmul_nt(DType::kBF16, x, w, y, m, n, k, acc, s).ok());
+    EXPECT_EQ(cudaEventRecord(ev[2 * r + 1], s), cudaSuccess);
+  }
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  std::vector<float> us(kRuns);
+  for (int r = 0; r < kRuns; ++r) {
+    EXPECT_EQ(cudaEventElapsedTime(&us[r], ev[2 * r], ev[2 * r + 1]), cudaSuccess);
+    us[r] *= 1000.f;
+  }
+  for (auto e : ev) cudaEventDestroy(e);
+  std::sort(us.begin(), us.end());
+  return us[kRuns / 2];
+}
+
+TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
+  FOLIO_REQUIRE_GPU();
+  if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time the decode GEMMs";
+  struct Layer {
+    const char* name;
+    int n, k;
+    bool acc;
+  };
+  const Layer layers[] = {{"qkv", 6144, 4096, false},
+                          {"o_proj", 4096, 4096, true},
+                          {"gate_up", 28672, 4096, false},
+                          {"down", 4096, 14336, true}};
+  const int ms[] = {1, 8, 32, 128, 256};
+  std::mt19937 rng(7);
+  auto off = Gemm::create(32u << 20, GemmAutotune::kOff);
+  auto on = Gemm::create(32u << 20, GemmAutotune::kOn);
+  ASSERT_TRUE(off.ok() && on.ok());
+  auto flush = DeviceBuffer::allocate(128u << 20);
+  ASSERT_TRUE(flush.ok());
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  std::printf("%-8s %4s %6s %6s | %10s %7s | %10s %7s | %6s %9s\n", "layer", "m", "n", "k",
+              "heur us", "TB/s", "tuned us", "TB/s", "gain", "tune ms");
+  for (const Layer& L : layers) {
+    const int max_m = ms[std::size(ms) - 1];
+    auto w = DeviceBuffer::allocate(size_t{2} * L.n * L.k);
+    auto x = DeviceBuffer::allocate(size_t{2} * max_m * L.k);
+    auto y = DeviceBuffer::allocate(size_t{2} * max_m * L.n);
+    ASSERT_TRUE(w.ok() && x.ok() && y.ok());
+    fill_random(w->data(), w->bytes(), rng);
+    fill_random(x->data(), x->bytes(), rng);
+    ASSERT_EQ(cudaMemset(y->data(), 0, y->bytes()), cudaSuccess);
+    for (int m : ms) {
+      ASSERT_TRUE((*off)->prepare(DType::kBF16, x->data(), w->data(), m, L.n, L.k, L.acc, s).ok());
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status st = (*on)->prepare(DType::kBF16, x->data(), w->data(), m, L.n, L.k, L.acc, s);
+      const double tune_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      const float h =
+          median_us(**off, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc, *flush, s);
+      const float t =
+          median_us(**on, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc, *flush, s);
+      const double bytes = 2.0 * L.n * L.k;
+      std::printf("%-8s %4d %6d %6d | %10.1f %7.2f | %10.1f %7.2f | %5.2fx %9.1f\n", L.name, m, L.n,
+                  L.k, h, bytes / (h * 1e6), t, bytes / (t * 1e6), h / t, tune_ms);
+    }
+  }
+  std::printf("tuned plans: %zu, of which %zu chose another algorithm than the heuristic's first\n",
+              (*on)->tuned_plans(), (*on)->retuned_plans());
+  cudaStreamDestroy(s);
+}
+
+}  // namespace
+}  // namespace folio::cuda
