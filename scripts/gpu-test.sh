@@ -32,7 +32,7 @@ run() {
   local sanitizer=/usr/local/cuda/bin/compute-sanitizer
   if [[ -x $sanitizer ]]; then
     "$sanitizer" --tool memcheck --error-exitcode 3 "$CARRY/folio_cuda_tests" \
-      --gtest_filter='*bf16_h12_kv1*:*fp16_h5_kv5*:*KvCacheOpsTest*bf16*:*ElementwiseTest*fp16*:*GemmTest*bf16*:*fp16_h7_kv7*' \
+      --gtest_filter='*bf16_h12_kv1*:*fp16_h5_kv5*:*KvCacheOpsTest*bf16*:*ElementwiseTest*fp16*:*GemmTest*bf16*:*fp16_h7_kv7*:*QkvPostTest.Matches*bf16*:*SmallOpsTest.Rms*fp16*' \
       2>&1 | tee "$out/memcheck.log" | tail -n 5
   fi
   "$CARRY/folio_cuda_tests" --gtest_output="xml:$out/gpu_tests.xml" 2>&1 | tee "$out/gpu_tests.log" |

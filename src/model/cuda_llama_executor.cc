@@ -5,6 +5,7 @@
 
 #include "backend/cuda/embedding.h"
 #include "backend/cuda/kv_cache_ops.h"
+#include "backend/cuda/qkv_post.h"
 #include "backend/cuda/rms_norm.h"
 #include "backend/cuda/rope.h"
 #include "backend/cuda/silu_and_mul.h"
@@ -171,20 +172,44 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qs + 2 * kvs, H,
                                         false, stream));
   mark("qkv_gemm");
-  FOLIO_RETURN_IF_ERROR(cuda::split_qkv(dt, qkv.data(), w.qkv_bias, q.data(), k.data(), v.data(),
-                                        T, qs, kvs, stream));
-  mark("split_qkv");
-  if (config.qk_norm) {  // Qwen3: RMSNorm over each head's head_dim, before rope
-    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, stream));
-    FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, stream));
-    mark("qk_norm");
+  if (fused_qkv_post && hd % 2 == 0 && hd <= 256) {
+    // split + bias + Qwen3 q/k norm + rope + K/V into the cache, one launch (qkv_post.h:
+    // bit-identical to the chain below).
+    cuda::QkvPostParams qp;
+    qp.dtype = dt;
+    qp.num_tokens = T;
+    qp.num_heads = nh;
+    qp.num_kv_heads = nkv;
+    qp.head_dim = hd;
+    qp.eps = eps;
+    qp.qkv = qkv.data();
+    qp.bias = w.qkv_bias;
+    qp.q_norm = config.qk_norm ? w.q_norm : nullptr;
+    qp.k_norm = config.qk_norm ? w.k_norm : nullptr;
+    qp.positions = d.positions;
+    qp.inv_freq = inv_freq.as<float>();
+    qp.slot_mapping = d.slot_mapping;
+    qp.q_out = q.data();
+    qp.k_cache = c.k[l];
+    qp.v_cache = c.v[l];
+    FOLIO_RETURN_IF_ERROR(cuda::qkv_post(qp, stream));
+    mark("qkv_post");
+  } else {
+    FOLIO_RETURN_IF_ERROR(cuda::split_qkv(dt, qkv.data(), w.qkv_bias, q.data(), k.data(), v.data(),
+                                          T, qs, kvs, stream));
+    mark("split_qkv");
+    if (config.qk_norm) {  // Qwen3: RMSNorm over each head's head_dim, before rope
+      FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, stream));
+      FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, stream));
+      mark("qk_norm");
+    }
+    FOLIO_RETURN_IF_ERROR(cuda::rope(dt, q.data(), k.data(), d.positions, inv_freq.as<float>(), T,
+                                     nh, nkv, hd, stream));
+    mark("rope");
+    FOLIO_RETURN_IF_ERROR(cuda::reshape_and_cache(dt, k.data(), v.data(), d.slot_mapping, T, kvs,
+                                                  c.k[l], c.v[l], stream));
+    mark("kv_write");
   }
-  FOLIO_RETURN_IF_ERROR(cuda::rope(dt, q.data(), k.data(), d.positions, inv_freq.as<float>(), T,
-                                   nh, nkv, hd, stream));
-  mark("rope");
-  FOLIO_RETURN_IF_ERROR(cuda::reshape_and_cache(dt, k.data(), v.data(), d.slot_mapping, T, kvs,
-                                                c.k[l], c.v[l], stream));
-  mark("kv_write");
   cuda::PagedAttentionParams p;
   p.dtype = dt;
   p.num_seqs = sh.seqs;

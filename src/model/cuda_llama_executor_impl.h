@@ -102,6 +102,8 @@ struct CudaLlamaExecutor::Impl {
   // The stream the forward's embedding and layers go to: the legacy default stream (nullptr),
   // or a capture stream while a CUDA graph is being captured.
   void* stream = nullptr;
+  // One qkv_post launch instead of split_qkv .. reshape_and_cache (FOLIO_QKV_POST=0: the chain).
+  bool fused_qkv_post = true;
 
   // CUDA graphs of decode steps (cuda_llama_graphs.cc), one per batch-size bucket: captured on
   // the second step of a bucket (the first, eager, creates the GEMM plans), replayed after.

@@ -2,6 +2,7 @@
 // the largest step, then the KV cache from what gpu_memory_utilization leaves).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/attention_params.h"
@@ -235,6 +236,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   FOLIO_RETURN_IF_ERROR(cuda::set_device(options.device));
   auto m = std::make_unique<Impl>();
   m->timer = cuda::StageTimer::from_env();
+  if (const char* e = std::getenv("FOLIO_QKV_POST")) m->fused_qkv_post = std::string(e) != "0";
   m->full_config = m->config = config;
   m->options = options;
   m->tp = options.tp;

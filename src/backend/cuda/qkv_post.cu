@@ -1,0 +1,200 @@
+#include <string>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/qkv_post.h"
+#include "backend/cuda/rope_math.cuh"
+
+namespace folio::cuda {
+namespace {
+
+constexpr int kWarps = 4;  // heads per block, one warp each
+constexpr int kMaxHeadDim = 256;
+
+template <typename T>
+struct Args {
+  const T* qkv;
+  const T* bias;
+  const T* q_norm;
+  const T* k_norm;
+  const int32_t* positions;
+  const float* inv_freq;
+  const int64_t* slot_mapping;
+  T* q_out;
+  T* k_cache;
+  T* v_cache;
+  int num_heads, num_kv_heads, head_dim;
+  float eps;
+};
+
+// grid (num_tokens, ceil((num_heads + 2 * num_kv_heads) / kWarps)); warp w of block (t, y) owns
+// head y * kWarps + w of token t: q heads, then k heads, then v heads. Lane l holds elements
+// (p * 32 + l) * N + [0, N) for p < P, exactly the layout of rms_norm's warp-per-row kernel, so
+// the norm's sum runs in the same order. Rope's partner element (i +- head_dim/2) usually sits in
+// another lane: the warp trades its row through shared memory.
+template <typename T, int N, bool kNorm>
+__global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
+  constexpr int P = kMaxHeadDim / (32 * N);
+  extern __shared__ float smem[];  // [half] cos, [half] sin, then [kWarps][head_dim] rows
+  const int hd = a.head_dim, half = hd / 2;
+  float* row_buf = smem + hd + (threadIdx.x / 32) * hd;
+  const int t = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int h = blockIdx.y * kWarps + warp;
+  const int nh = a.num_heads, nkv = a.num_kv_heads;
+  const int rotated = nh + nkv;  // q and k heads
+  const bool live = h < rotated + nkv;
+  const int q_size = nh * hd, kv_size = nkv * hd;
+  const int col = h < nh        ? h * hd
+                  : h < rotated ? q_size + (h - nh) * hd
+                                : q_size + kv_size + (h - rotated) * hd;
+  const T* src = a.qkv + static_cast<int64_t>(t) * (q_size + 2 * kv_size) + col;
+  const T* w = h < nh ? a.q_norm : a.k_norm;
+  // Every global load (row, bias, norm weights, slot) goes out before the block computes its
+  // cos/sin and waits at the barrier, so their latency overlaps.
+  float v[P][N], wv[P][N];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int e = (p * 32 + lane) * N;
+    if (live && e < hd) {
+      load_floats<N>(src + e, v[p]);
+      if (a.bias) {  // split_qkv: fp32 add, rounded to T
+        float b[N];
+        load_floats<N>(a.bias + col + e, b);
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[p][j] = to_float(from_float<T>(v[p][j] + b[j]));
+      }
+      if (kNorm && h < rotated) load_floats<N>(w + e, wv[p]);
+    }
+  }
+  const int64_t slot = live ? a.slot_mapping[t] : -1;
+  if (static_cast<int>(blockIdx.y) * kWarps < rotated) {  // uniform over the block
+    const int32_t pos = a.positions[t];
+    for (int i = threadIdx.x; i < half; i += blockDim.x)
+      rope_cos_sin(pos, a.inv_freq[i], &smem[i], &smem[half + i]);
+    __syncthreads();
+  }
+  if (!live) return;
+  if (h >= rotated) {  // v head: straight to the cache
+    if (slot < 0) return;
+    T* dst = a.v_cache + slot * kv_size + (h - rotated) * hd;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int e = (p * 32 + lane) * N;
+      if (e < hd) store_floats<N>(dst + e, v[p]);
+    }
+    return;
+  }
+  if constexpr (kNorm) {  // rms_norm_warp_kernel's arithmetic, in its order
+    float ss = 0.f;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int e = (p * 32 + lane) * N;
+      if (e < hd) {
+#pragma unroll
+        for (int j = 0; j < N; ++j) ss += v[p][j] * v[p][j];
+      }
+    }
+    const float inv = rsqrtf(warp_sum(ss) / hd + a.eps);
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int e = (p * 32 + lane) * N;
+      if (e < hd) {
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[p][j] = to_float(from_float<T>(v[p][j] * inv * wv[p][j]));
+      }
+    }
+  }
+  // Rope: publish the (rounded) row, then rotate each own element against its partner.
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int e = (p * 32 + lane) * N;
+    if (e < hd) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) row_buf[e + j] = v[p][j];
+    }
+  }
+  __syncwarp();
+  T* dst;
+  if (h < nh) {
+    dst = a.q_out + (static_cast<int64_t>(t) * nh + h) * hd;
+  } else {
+    if (slot < 0) return;
+    dst = a.k_cache + slot * kv_size + (h - nh) * hd;
+  }
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int e = (p * 32 + lane) * N;
+    if (e < hd) {
+      float out[N];
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const int x = e + j;
+        if (x < half) {
+          out[j] = rope_lo(v[p][j], row_buf[x + half], smem[x], smem[half + x]);
+        } else {
+          const int i = x - half;
+          out[j] = rope_hi(row_buf[i], v[p][j], smem[i], smem[half + i]);
+        }
+      }
+      store_floats<N>(dst + e, out);
+    }
+  }
+}
+
+template <typename T, int N>
+void launch(const QkvPostParams& p, void* stream) {
+  Args<T> a{static_cast<const T*>(p.qkv),
+            static_cast<const T*>(p.bias),
+            static_cast<const T*>(p.q_norm),
+            static_cast<const T*>(p.k_norm),
+            p.positions,
+            p.inv_freq,
+            p.slot_mapping,
+            static_cast<T*>(p.q_out),
+            static_cast<T*>(p.k_cache),
+            static_cast<T*>(p.v_cache),
+            p.num_heads,
+            p.num_kv_heads,
+            p.head_dim,
+            p.eps};
+  const int heads = p.num_heads + 2 * p.num_kv_heads;
+  const dim3 grid(p.num_tokens, (heads + kWarps - 1) / kWarps);
+  const size_t smem = sizeof(float) * p.head_dim * (1 + kWarps);
+  if (p.q_norm)
+    qkv_post_kernel<T, N, true><<<grid, kWarps * 32, smem, as_stream(stream)>>>(a);
+  else
+    qkv_post_kernel<T, N, false><<<grid, kWarps * 32, smem, as_stream(stream)>>>(a);
+}
+
+}  // namespace
+
+Status qkv_post(const QkvPostParams& p, void* stream) {
+  const std::string shape = " (num_tokens " + std::to_string(p.num_tokens) + ", heads " +
+                            std::to_string(p.num_heads) + "/" + std::to_string(p.num_kv_heads) +
+                            ", head_dim " + std::to_string(p.head_dim) + ")";
+  if (p.head_dim <= 0 || p.head_dim % 2 != 0 || p.head_dim > kMaxHeadDim)
+    return invalid_argument("qkv_post: head_dim must be even and in [2, 256]" + shape);
+  if (p.num_tokens < 0 || p.num_heads <= 0 || p.num_kv_heads <= 0)
+    return invalid_argument("qkv_post: bad sizes" + shape);
+  if ((p.q_norm == nullptr) != (p.k_norm == nullptr))
+    return invalid_argument("qkv_post: q_norm and k_norm must both be given or both be null");
+  if (p.num_tokens == 0) return Status();
+  if (!p.qkv || !p.positions || !p.inv_freq || !p.slot_mapping || !p.q_out || !p.k_cache ||
+      !p.v_cache)
+    return invalid_argument("qkv_post: null input or output pointer");
+  if ((p.num_heads + 2 * p.num_kv_heads + kWarps - 1) / kWarps > 65535)
+    return invalid_argument("qkv_post: too many heads" + shape);
+  // N = 8 exactly when rms_norm's warp kernel would take its 8-wide path for the same rows (the
+  // summation order depends on it); the row stride is then a multiple of 8 as well.
+  const bool pack8 =
+      pack8_ok(p.head_dim, {p.qkv, p.bias, p.q_norm, p.k_norm, p.q_out, p.k_cache, p.v_cache});
+  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
+    if (pack8)
+      launch<T, 8>(p, stream);
+    else
+      launch<T, 1>(p, stream);
+    return launch_status("qkv_post_kernel");
+  });
+}
+
+}  // namespace folio::cuda

@@ -1,0 +1,46 @@
+// qkv_post: everything between the fused QKV GEMM and attention, in one launch. Replaces
+//   split_qkv (+ bias) -> [Qwen3: per-head RMSNorm of q and k] -> rope(q, k) -> reshape_and_cache
+// with the same rounding points as that chain (to dtype after the bias add, after the norm, after
+// rope), the same per-lane summation order as rms_norm's warp-per-row kernel and the same pinned
+// rope arithmetic as rope.cu (rope_math.cuh): the results are bit-identical to the chain.
+//
+// Shapes (T = num_tokens, q_size = num_heads * head_dim, kv_size = num_kv_heads * head_dim):
+//   qkv          [T, q_size + 2 * kv_size]  the GEMM output, read only
+//   bias         [q_size + 2 * kv_size] or nullptr (Qwen2)
+//   q_norm, k_norm [head_dim] each, or both nullptr (no qk norm); eps is their RMSNorm epsilon
+//   positions    int32 [T]; inv_freq fp32 [head_dim / 2] (scaling already applied, as for rope)
+//   slot_mapping int64 [T]; a negative slot skips the token's K/V write (its q is still written)
+//   q_out        [T, num_heads, head_dim]  rotated q, for attention
+//   k_cache, v_cache [num_slots, num_kv_heads, head_dim]  (the reshape_and_cache layout)
+// head_dim must be even and at most 256. All pointers are device pointers.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/dtype.h"
+#include "base/status.h"
+
+namespace folio::cuda {
+
+struct QkvPostParams {
+  DType dtype = DType::kBF16;
+  int num_tokens = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  float eps = 1e-6f;
+  const void* qkv = nullptr;
+  const void* bias = nullptr;
+  const void* q_norm = nullptr;
+  const void* k_norm = nullptr;
+  const int32_t* positions = nullptr;
+  const float* inv_freq = nullptr;
+  const int64_t* slot_mapping = nullptr;
+  void* q_out = nullptr;
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+};
+
+Status qkv_post(const QkvPostParams& p, void* stream);
+
+}  // namespace folio::cuda
