@@ -45,6 +45,7 @@ void add_rms_norm(float* residual, const float* x, const float* weight, float* y
 
 void apply_rope(float* x, const int32_t* positions, int num_tokens, int num_heads, int head_dim,
                 std::span<const double> inv_freq) {
+  if (num_tokens <= 0 || num_heads <= 0 || head_dim <= 0) return;  // nothing to rotate
   const int half = head_dim / 2;
   parallel_for(num_tokens, std::max(1, 8192 / (num_heads * head_dim)), [&](int64_t tb, int64_t te) {
     std::vector<float> cos_v(half), sin_v(half);
