@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/decode_attention_impl.h"
 
 namespace folio::cuda::detail {
@@ -14,15 +15,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
 template <typename T>
-struct DecodeArgs {
-  const T* q;
-  const T* k_cache;
-  const T* v_cache;
-  T* out;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_table_start;
-  const int32_t* block_table;
+struct DecodeArgs : PagedPointers<T> {
   float* partial_out;  // [num_seqs, num_heads, max_partitions, head_dim]
   float* partial_m;    // [num_seqs, num_heads, max_partitions]
   float* partial_l;
@@ -241,14 +234,7 @@ Status launch_decode_v1(const PagedAttentionParams& p, const DecodePlan& plan,
     return invalid_argument("decode_attention v1: partition_size above 512");
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     DecodeArgs<T> a{};
-    a.q = static_cast<const T*>(p.q);
-    a.k_cache = static_cast<const T*>(p.k_cache);
-    a.v_cache = static_cast<const T*>(p.v_cache);
-    a.out = static_cast<T*>(p.out);
-    a.query_start = p.query_start;
-    a.context_lens = p.context_lens;
-    a.block_table_start = p.block_table_start;
-    a.block_table = p.block_table;
+    a.set_pointers(p);
     a.partial_out = ws.out;
     a.partial_m = ws.m;
     a.partial_l = ws.l;

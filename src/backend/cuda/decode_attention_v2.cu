@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/decode_attention_impl.h"
 #include "backend/cuda/device_pipeline.cuh"
 
@@ -21,15 +22,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNoMax = -1e30f;  // running max before any token: finite, so exp2(m - m') is 0 or 1
 
 template <typename T>
-struct V2Args {
-  const T* q;
-  const T* k_cache;
-  const T* v_cache;
-  T* out;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_table_start;
-  const int32_t* block_table;
+struct V2Args : PagedPointers<T> {
   DecodeWorkspace ws;  // scores and maxima in log2 units
   int num_heads, num_kv_heads, head_dim, block_size, num_chunks, partition_size, max_partitions;
   float scale_log2;  // scale * log2(e)
@@ -375,14 +368,7 @@ Status launch_decode_v2(const PagedAttentionParams& p, const DecodePlan& plan,
     return unimplemented("decode_attention: head_dim " + std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     V2Args<T> a{};
-    a.q = static_cast<const T*>(p.q);
-    a.k_cache = static_cast<const T*>(p.k_cache);
-    a.v_cache = static_cast<const T*>(p.v_cache);
-    a.out = static_cast<T*>(p.out);
-    a.query_start = p.query_start;
-    a.context_lens = p.context_lens;
-    a.block_table_start = p.block_table_start;
-    a.block_table = p.block_table;
+    a.set_pointers(p);
     a.ws = ws;
     a.num_heads = p.num_heads;
     a.num_kv_heads = p.num_kv_heads;

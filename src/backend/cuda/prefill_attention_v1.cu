@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/smem_opt_in.h"
 #include "backend/cuda/prefill_attention_kernels.h"
 
@@ -20,15 +21,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
 template <typename T>
-struct PrefillArgs {
-  const T* q;
-  const T* k_cache;
-  const T* v_cache;
-  T* out;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_table_start;
-  const int32_t* block_table;
+struct V1Args : PagedPointers<T> {
   int num_heads, num_kv_heads, block_size, max_row_tiles;
   float scale;
 };
@@ -74,7 +67,7 @@ __device__ void load_kv_tile(const T* cache, T* tile, const int32_t* table, int 
 // kvh * G + r % G). Lanes 2i and 2i+1 of a warp own row i of its 16 for the softmax and the
 // output, each half of the columns.
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs<T> a) {
+__global__ void __launch_bounds__(kThreads) prefill_kernel(V1Args<T> a) {
   using L = Smem<T, D>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q_s = reinterpret_cast<T*>(smem + L::q);
@@ -194,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs<T> a) {
 }
 
 template <typename T, int D>
-Status launch(const PrefillArgs<T>& a, int num_seqs, void* stream) {
+Status launch(const V1Args<T>& a, int num_seqs, void* stream) {
   auto kernel = prefill_kernel<T, D>;
   constexpr size_t bytes = Smem<T, D>::bytes;
   // Above 48 KiB a kernel must opt in, on every device it runs on.
@@ -212,15 +205,8 @@ Status launch_v1(const PagedAttentionParams& p, const PrefillPlan& plan, void* s
                          " (v1 supports 64 and 128; use v2)");
   if (plan.max_row_tiles == 0) return Status();
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
-    PrefillArgs<T> a{};
-    a.q = static_cast<const T*>(p.q);
-    a.k_cache = static_cast<const T*>(p.k_cache);
-    a.v_cache = static_cast<const T*>(p.v_cache);
-    a.out = static_cast<T*>(p.out);
-    a.query_start = p.query_start;
-    a.context_lens = p.context_lens;
-    a.block_table_start = p.block_table_start;
-    a.block_table = p.block_table;
+    V1Args<T> a{};
+    a.set_pointers(p);
     a.num_heads = p.num_heads;
     a.num_kv_heads = p.num_kv_heads;
     a.block_size = p.block_size;

@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/smem_opt_in.h"
 #include "backend/cuda/mma_ptx.cuh"
+#include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
 
 namespace folio::cuda::prefill_detail {
@@ -30,19 +31,7 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int BN = 64;  // keys per tile
 
 template <typename T>
-struct Args {
-  const T* q;
-  const T* k_cache;
-  const T* v_cache;
-  T* out;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_table_start;
-  const int32_t* block_table;
-  int num_heads, num_kv_heads, head_dim, block_size, row_tiles;
-  int block_shift;   // log2(block_size) when it is a power of two, else -1 (divide)
-  float scale_log2;  // scale * log2(e): the softmax runs in base 2
-};
+using Args = PrefillArgs<T>;
 
 template <int DP, int MT>
 struct Cfg {
@@ -341,21 +330,7 @@ Status launch_v2(const PagedAttentionParams& p, const PrefillPlan& plan, int row
   if (row_tiles > 0x7fffffff) return invalid_argument("prefill_attention: too many rows");
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     Args<T> a{};
-    a.q = static_cast<const T*>(p.q);
-    a.k_cache = static_cast<const T*>(p.k_cache);
-    a.v_cache = static_cast<const T*>(p.v_cache);
-    a.out = static_cast<T*>(p.out);
-    a.query_start = p.query_start;
-    a.context_lens = p.context_lens;
-    a.block_table_start = p.block_table_start;
-    a.block_table = p.block_table;
-    a.num_heads = p.num_heads;
-    a.num_kv_heads = p.num_kv_heads;
-    a.head_dim = p.head_dim;
-    a.block_size = p.block_size;
-    a.block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(p.block_size) : -1;
-    a.row_tiles = static_cast<int>(row_tiles);
-    a.scale_log2 = p.scale * 1.4426950408889634f;
+    a.set(p, static_cast<int>(row_tiles));
     if (mt == 2) return launch_dp<T, 2>(a, p.num_seqs, stream);
     return launch_dp<T, 1>(a, p.num_seqs, stream);
   });

@@ -211,21 +211,7 @@ Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, V3Varia
   if (row_tiles > 0x7fffffff) return invalid_argument("prefill_attention: too many rows");
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     v3k::Args<T> a{};
-    a.q = static_cast<const T*>(p.q);
-    a.k_cache = static_cast<const T*>(p.k_cache);
-    a.v_cache = static_cast<const T*>(p.v_cache);
-    a.out = static_cast<T*>(p.out);
-    a.query_start = p.query_start;
-    a.context_lens = p.context_lens;
-    a.block_table_start = p.block_table_start;
-    a.block_table = p.block_table;
-    a.num_heads = p.num_heads;
-    a.num_kv_heads = p.num_kv_heads;
-    a.head_dim = p.head_dim;
-    a.block_size = p.block_size;
-    a.block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(p.block_size) : -1;
-    a.row_tiles = static_cast<int>(row_tiles);
-    a.scale_log2 = p.scale * 1.4426950408889634f;
+    a.set(p, static_cast<int>(row_tiles));
     switch (variant) {
       case V3Variant::kPlain:
         return v3k::launch_d<T, 0>(a, p.num_seqs, stream);

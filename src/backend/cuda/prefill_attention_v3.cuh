@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/cuda/mma_ptx.cuh"
+#include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/wgmma_ptx.cuh"
 
 namespace folio::cuda::prefill_detail::v3k {
@@ -15,19 +16,7 @@ constexpr int BM = 64 * kWarpgroups;  // rows per block
 constexpr int BN = 64;                // keys per tile
 
 template <typename T>
-struct Args {
-  const T* q;
-  const T* k_cache;
-  const T* v_cache;
-  T* out;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_table_start;
-  const int32_t* block_table;
-  int num_heads, num_kv_heads, head_dim, block_size, row_tiles;
-  int block_shift;   // log2(block_size) when it is a power of two, else -1 (divide)
-  float scale_log2;  // scale * log2(e): the softmax runs in base 2
-};
+using Args = PrefillArgs<T>;
 
 // kQRegs: Q lives in registers as wgmma A fragments (no Q tile in shared memory).
 template <int D, int Stages, bool kQRegs>
