@@ -24,7 +24,7 @@ for op in rms_norm rope qkv_post; do
   fi
 done
 cmake --build "$BUILD" --target folio_base >/dev/null
-flags=(-std=c++20 -O1 -w -I tests/cuda/emu -I src -I "$CUDA_INC" -I "$work")
+flags=(-std=c++20 -O1 -w -I tests/cuda/emu -I tests/cuda/emu/shim -I src -I "$CUDA_INC" -I "$work")
 objs=()
 for op in rms_norm rope qkv_post; do  # one translation unit each: their anonymous namespaces clash
   printf '#include "small_ops_emu_shim.h"\n#include "%s_emu.inc"\n' "$op" >"$work/$op.cc"

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/decode_attention_impl.h"
 #include "backend/cuda/device_pipeline.cuh"
@@ -53,6 +54,8 @@ __host__ __device__ inline int smem_bytes(int gc, int d) {
 // shuffles, the warps through shared memory.
 template <typename T, int TG, int GC, int VPL>
 __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V2Args<T> a) {
+  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
+  pdl_launch_dependents();
   static_assert(kChunks % VPL == 0, "a stage holds whole rows per lane");
   constexpr int E = 8 * VPL;  // elements per lane per row
   constexpr int STEPS = kChunks / VPL;
@@ -291,6 +294,8 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
 // number of partitions comes from the device-side context length, as in the main kernel.
 template <typename T>
 __global__ void decode_v2_merge_kernel(V2Args<T> a) {
+  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
+  pdl_launch_dependents();
   const int h = blockIdx.x, s = blockIdx.y;
   const int P = a.partition_size, D = a.head_dim;
   const int nparts = min(max(1, (a.context_lens[s] + P - 1) / P), a.max_partitions);
@@ -316,13 +321,12 @@ __global__ void decode_v2_merge_kernel(V2Args<T> a) {
 template <typename T, int TG, int GC, int VPL>
 Status launch(const V2Args<T>& a, int num_seqs, void* stream) {
   const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
-  decode_v2_kernel<T, TG, GC, VPL>
-      <<<grid, kThreads, smem_bytes(GC, a.head_dim), as_stream(stream)>>>(a);
-  FOLIO_RETURN_IF_ERROR(launch_status("decode_v2_kernel"));
+  FOLIO_RETURN_IF_ERROR(launch_pdl(decode_v2_kernel<T, TG, GC, VPL>, grid, dim3(kThreads),
+                                   smem_bytes(GC, a.head_dim), stream, "decode_v2_kernel", a));
   if (a.max_partitions > 1) {
     const int threads = (a.head_dim + 31) / 32 * 32;
-    decode_v2_merge_kernel<T><<<dim3(a.num_heads, num_seqs), threads, 0, as_stream(stream)>>>(a);
-    FOLIO_RETURN_IF_ERROR(launch_status("decode_v2_merge_kernel"));
+    FOLIO_RETURN_IF_ERROR(launch_pdl(decode_v2_merge_kernel<T>, dim3(a.num_heads, num_seqs),
+                                     dim3(threads), 0, stream, "decode_v2_merge_kernel", a));
   }
   return Status();
 }

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/qkv_post.h"
 #include "backend/cuda/rope_math.cuh"
 
@@ -33,6 +34,8 @@ struct Args {
 // another lane: the warp trades its row through shared memory.
 template <typename T, int N, bool kNorm>
 __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
+  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
+  pdl_launch_dependents();
   constexpr int P = kMaxHeadDim / (32 * N);
   extern __shared__ float smem[];  // [half] cos, [half] sin, then [kWarps][head_dim] rows
   const int hd = a.head_dim, half = hd / 2;
@@ -160,10 +163,8 @@ void launch(const QkvPostParams& p, void* stream) {
   const int heads = p.num_heads + 2 * p.num_kv_heads;
   const dim3 grid(p.num_tokens, (heads + kWarps - 1) / kWarps);
   const size_t smem = sizeof(float) * p.head_dim * (1 + kWarps);
-  if (p.q_norm)
-    qkv_post_kernel<T, N, true><<<grid, kWarps * 32, smem, as_stream(stream)>>>(a);
-  else
-    qkv_post_kernel<T, N, false><<<grid, kWarps * 32, smem, as_stream(stream)>>>(a);
+  (void)launch_pdl(p.q_norm ? qkv_post_kernel<T, N, true> : qkv_post_kernel<T, N, false>, grid,
+                   dim3(kWarps * 32), smem, stream, "qkv_post_kernel", a);
 }
 
 }  // namespace

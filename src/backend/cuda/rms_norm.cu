@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/rms_norm.h"
 
 namespace folio::cuda {
@@ -65,6 +66,8 @@ __device__ __forceinline__ float block_sum(float v) {
 template <typename T, int N, int K, bool kAdd>
 __global__ void __launch_bounds__(1024)
     rms_norm_block_kernel(const T* x, T* residual, const T* weight, T* y, int dim, float eps) {
+  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
+  pdl_launch_dependents();
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
   const T* src = kAdd ? residual + base : x + base;
   const int stride = blockDim.x * N;
@@ -138,9 +141,9 @@ void launch_block(const void* x, void* residual, const void* weight, void* y, in
   const int threads = std::min(1024, (packs + 31) / 32 * 32);
   const int per_thread = (packs + threads - 1) / threads;
   auto go = [&](auto kernel) {
-    kernel<<<rows, threads, 0, as_stream(stream)>>>(
-        static_cast<const T*>(x), static_cast<T*>(residual), static_cast<const T*>(weight),
-        static_cast<T*>(y), dim, eps);
+    (void)launch_pdl(kernel, dim3(rows), dim3(threads), 0, stream, "rms_norm_block_kernel",
+                     static_cast<const T*>(x), static_cast<T*>(residual),
+                     static_cast<const T*>(weight), static_cast<T*>(y), dim, eps);
   };
   if (per_thread == 1)
     go(rms_norm_block_kernel<T, N, 1, kAdd>);

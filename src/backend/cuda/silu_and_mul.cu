@@ -1,4 +1,5 @@
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/silu_and_mul.h"
 
 namespace folio::cuda {
@@ -7,6 +8,8 @@ namespace {
 // grid (rows, column chunks): each thread handles one N-element pack of one row.
 template <typename T, int N>
 __global__ void silu_and_mul_kernel(const T* gate_up, T* out, int inter) {
+  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
+  pdl_launch_dependents();
   const int r = blockIdx.x;
   const int i = (blockIdx.y * blockDim.x + threadIdx.x) * N;
   if (i >= inter) return;
@@ -28,8 +31,8 @@ Status silu_and_mul(DType dtype, const void* gate_up, void* out, int rows, int i
     const int threads = 256;
     auto go = [&](auto kernel, int n) {
       const dim3 grid(rows, (inter / n + threads - 1) / threads);
-      kernel<<<grid, threads, 0, as_stream(stream)>>>(static_cast<const T*>(gate_up),
-                                                      static_cast<T*>(out), inter);
+      (void)launch_pdl(kernel, grid, dim3(threads), 0, stream, "silu_and_mul_kernel",
+                       static_cast<const T*>(gate_up), static_cast<T*>(out), inter);
     };
     if (pack8_ok(inter, {gate_up, out}))
       go(silu_and_mul_kernel<T, 8>, 8);
