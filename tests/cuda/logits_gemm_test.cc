@@ -3,6 +3,7 @@
 // refusal to create a plan during capture. Tolerance 1e-4: fp32 output (bf16 output would miss it
 // by ~30x).
 #include "backend/cuda/logits_gemm.h"
+#include "backend/cuda/skinny_gemm.h"
 
 #include <cuda_runtime.h>
 
@@ -63,7 +64,7 @@ TEST_P(LogitsGemmTest, EveryPathMatchesReference) {
     int m, n, k;
   };
   for (const Variant& v : variants) {
-    auto g = LogitsGemm::create(v.path, v.tune);
+    auto g = LogitsGemm::create(v.path, v.tune, 0);
     ASSERT_TRUE(g.ok()) << g.status().to_string();
     EXPECT_EQ((*g)->path(), v.path);
     for (Shape s : {Shape{1, 3000, 512}, Shape{7, 1001, 96}, Shape{64, 512, 256}}) {
@@ -86,7 +87,7 @@ TEST_P(LogitsGemmTest, EveryPathMatchesReference) {
 }
 
 TEST_P(LogitsGemmTest, PrepareThenCaptureAndReplay) {
-  auto g = LogitsGemm::create(LogitsGemmPath::kLt, GemmAutotune::kOn);
+  auto g = LogitsGemm::create(LogitsGemmPath::kLt, GemmAutotune::kOn, 0);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   const int m = 3, n = 2048, k = 256;
   auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * k, rng));
@@ -120,6 +121,23 @@ TEST_P(LogitsGemmTest, PrepareThenCaptureAndReplay) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
+}
+
+// Decode-sized m goes to skinny_gemm_f32 (no cuBLAS plan) and agrees with the reference; m past
+// the cut still takes the lt path.
+TEST_P(LogitsGemmTest, SmallMRunsSkinnyKernel) {
+  auto g = LogitsGemm::create(LogitsGemmPath::kLt, GemmAutotune::kOff, kSkinnyMaxM);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const int n = 3001, k = 512;
+  for (int m : {1, 3, kSkinnyMaxM, kSkinnyMaxM + 1}) {
+    auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * k, rng));
+    auto w = rounded(dt(), testing::random_vec(static_cast<size_t>(n) * k, rng));
+    auto dx = DevTensor::upload(dt(), x), dw = DevTensor::upload(dt(), w);
+    F32 y(static_cast<size_t>(m) * n);
+    FOLIO_ASSERT_OK((*g)->matmul_nt_f32(dt(), dx.data(), dw.data(), y.data(), m, n, k, nullptr));
+    EXPECT_LT(rel_error(y.download(), reference(x, w, m, n, k)), 1e-4) << "m " << m;
+    EXPECT_EQ((*g)->cached_plans(), m <= kSkinnyMaxM ? 0u : 1u) << "m " << m;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, LogitsGemmTest, ::testing::Values(DType::kBF16, DType::kFP16),

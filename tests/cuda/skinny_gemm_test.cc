@@ -1,4 +1,4 @@
-// skinny_gemm (m <= 8) against an fp32 CPU reference on bf16/fp16-rounded inputs, with and
+// skinny_gemm (m <= 4, every tile variant, fp32 output) against an fp32 CPU reference on bf16/fp16-rounded inputs, with and
 // without accumulation, odd n and k; Gemm::matmul_nt routes small m to it. With
 // FOLIO_CUDA_BENCH=1, the Llama-3-8B decode shapes: skinny vs cuBLASLt, weights evicted from L2.
 #include <gtest/gtest.h>
@@ -32,9 +32,9 @@ TEST(SkinnyGemm, MatchesReference) {
   FOLIO_REQUIRE_GPU();
   std::mt19937 rng(3);
   for (DType dt : {DType::kBF16, DType::kFP16})
-    for (int m : {1, 2, 3, 5, 8})
+    for (int m : {1, 2, 3, 4})
       for (auto [n, k] : {std::pair{37, 8}, std::pair{100, 1032}, std::pair{4099, 4096},
-                          std::pair{64, 14336}})
+                          std::pair{64, 14336}, std::pair{17, 296}})
         for (bool acc : {false, true}) {
           SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
                        std::to_string(k) + (acc ? " acc" : ""));
@@ -43,9 +43,22 @@ TEST(SkinnyGemm, MatchesReference) {
           auto y0 = testing::rounded(dt, testing::random_vec(static_cast<size_t>(m) * n, rng));
           DevTensor dx = DevTensor::upload(dt, x), dw = DevTensor::upload(dt, w);
           DevTensor dy = acc ? DevTensor::upload(dt, y0) : DevTensor::poisoned(dt, y0.size());
-          FOLIO_ASSERT_OK(skinny_gemm(dt, dx.data(), dw.data(), dy.data(), m, n, k, acc, nullptr));
           const auto want = reference(x, w, y0, m, n, k, acc);
-          EXPECT_LT(testing::rel_error(dy.download(), want), 1e-2);
+          for (SkinnyVariant v : {SkinnyVariant::kDefault, SkinnyVariant::kRows1Unroll4,
+                                  SkinnyVariant::kRows1Unroll8, SkinnyVariant::kRows4Unroll2}) {
+            if (acc) dy = DevTensor::upload(dt, y0);
+            FOLIO_ASSERT_OK(
+                skinny_gemm(dt, dx.data(), dw.data(), dy.data(), m, n, k, acc, nullptr, v));
+            EXPECT_LT(testing::rel_error(dy.download(), want), 1e-2) << "variant " << int(v);
+          }
+          if (acc) continue;
+          auto yf = DeviceBuffer::allocate(sizeof(float) * m * n);
+          ASSERT_TRUE(yf.ok());
+          FOLIO_ASSERT_OK(skinny_gemm_f32(dt, dx.data(), dw.data(),
+                                          static_cast<float*>(yf->data()), m, n, k, nullptr));
+          std::vector<float> got(static_cast<size_t>(m) * n);
+          cudaMemcpy(got.data(), yf->data(), sizeof(float) * got.size(), cudaMemcpyDeviceToHost);
+          EXPECT_LT(testing::rel_error(got, want), 1e-4) << "fp32 output";
         }
 }
 
@@ -54,8 +67,8 @@ TEST(SkinnyGemm, GemmRoutesSmallMAndAgreesWithCublas) {
   std::mt19937 rng(4);
   auto gemm = Gemm::create(32u << 20, GemmAutotune::kOff, kSkinnyMaxM);
   ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
-  const int n = 512, k = 2048;
-  for (int m : {1, 4, 8, 9}) {
+  const int n = 4352, k = 4096;  // 34 MiB of weights: over the cut that keeps small ones on cuBLASLt
+  for (int m : {1, 3, 4, 5}) {
     auto x = testing::random_vec(static_cast<size_t>(m) * k, rng);
     auto w = testing::random_vec(static_cast<size_t>(n) * k, rng);
     DevTensor dx = DevTensor::upload(DType::kBF16, x), dw = DevTensor::upload(DType::kBF16, w);
@@ -63,16 +76,25 @@ TEST(SkinnyGemm, GemmRoutesSmallMAndAgreesWithCublas) {
     DevTensor b = DevTensor::poisoned(DType::kBF16, static_cast<size_t>(m) * n);
     FOLIO_ASSERT_OK((*gemm)->matmul_nt(DType::kBF16, dx.data(), dw.data(), a.data(), m, n, k, false,
                                        nullptr));
-    FOLIO_ASSERT_OK(skinny_gemm(DType::kBF16, dx.data(), dw.data(), b.data(), std::min(m, 8), n, k,
-                                false, nullptr));
-    if (m <= 8) {
+    if (m <= kSkinnyMaxM) {
+      FOLIO_ASSERT_OK(
+          skinny_gemm(DType::kBF16, dx.data(), dw.data(), b.data(), m, n, k, false, nullptr));
       EXPECT_EQ((*gemm)->cached_plans(), 0u) << "m " << m << " should not need a cuBLASLt plan";
       EXPECT_LT(testing::rel_error(a.download(), b.download()), 1e-6) << "m " << m;
     } else {
       EXPECT_EQ((*gemm)->cached_plans(), 1u);
     }
   }
-  EXPECT_FALSE(skinny_gemm_supported(9, 64, nullptr, nullptr, nullptr));
+  // A small matrix at m 1 stays on cuBLASLt.
+  auto small = Gemm::create(32u << 20, GemmAutotune::kOff, kSkinnyMaxM);
+  ASSERT_TRUE(small.ok());
+  DevTensor sx = DevTensor::upload(DType::kBF16, testing::random_vec(256, rng));
+  DevTensor sw = DevTensor::upload(DType::kBF16, testing::random_vec(256 * 300, rng));
+  DevTensor sy = DevTensor::poisoned(DType::kBF16, 300);
+  FOLIO_ASSERT_OK(
+      (*small)->matmul_nt(DType::kBF16, sx.data(), sw.data(), sy.data(), 1, 300, 256, false, nullptr));
+  EXPECT_EQ((*small)->cached_plans(), 1u);
+  EXPECT_FALSE(skinny_gemm_supported(kSkinnyMaxM + 1, 64, nullptr, nullptr, nullptr));
   EXPECT_FALSE(skinny_gemm_supported(1, 12, nullptr, nullptr, nullptr));  // k % 8
 }
 
@@ -81,23 +103,29 @@ TEST(SkinnyGemm, BenchAgainstCublas) {
   if (!std::getenv("FOLIO_CUDA_BENCH")) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1";
   auto cublas = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
   ASSERT_TRUE(cublas.ok());
-  auto flush = DeviceBuffer::allocate(size_t{256} << 20);
-  ASSERT_TRUE(flush.ok());
+  // L2 eviction by reading (a 256 MiB product): a memset would leave 50 MB of dirty lines whose
+  // write-back the timed kernel would pay for (~9 us per call on the H100).
+  std::mt19937 frng(7);
+  DevTensor flush_w = DevTensor::poisoned(DType::kBF16, size_t{16384} * 8192);
+  DevTensor flush_x = DevTensor::upload(DType::kBF16, testing::random_vec(8192, frng));
+  DevTensor flush_y = DevTensor::poisoned(DType::kBF16, 16384);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
   std::mt19937 rng(5);
   struct S { const char* name; int n, k; };
   for (S s : {S{"qkv", 6144, 4096}, S{"o_proj", 4096, 4096}, S{"gate_up", 28672, 4096},
-              S{"down", 4096, 14336}}) {
+              S{"down", 4096, 14336}, S{"lm_head", 128256, 4096}}) {
     DevTensor w = DevTensor::upload(DType::kBF16, testing::random_vec(size_t{1} * s.n * s.k, rng));
-    for (int m : {1, 2, 4, 8}) {
+    for (int m : {1, 2, 4}) {
       DevTensor x = DevTensor::upload(DType::kBF16, testing::random_vec(size_t{1} * m * s.k, rng));
       DevTensor y = DevTensor::poisoned(DType::kBF16, size_t{1} * m * s.n);
       auto time = [&](auto fn) {
         float best = 1e9f;
         for (int it = 0; it < 6; ++it) {
-          EXPECT_TRUE(memset_async(flush->data(), it, flush->bytes()).ok());  // evict L2
+          EXPECT_TRUE(skinny_gemm(DType::kBF16, flush_x.data(), flush_w.data(), flush_y.data(), 1,
+                                  16384, 8192, false, nullptr)
+                          .ok());  // evict L2
           cudaEventRecord(e0);
           EXPECT_TRUE(fn().ok());
           cudaEventRecord(e1);
@@ -112,12 +140,18 @@ TEST(SkinnyGemm, BenchAgainstCublas) {
         return (*cublas)->matmul_nt(DType::kBF16, x.data(), w.data(), y.data(), m, s.n, s.k, false,
                                     nullptr);
       });
-      const float us_sk = time([&] {
-        return skinny_gemm(DType::kBF16, x.data(), w.data(), y.data(), m, s.n, s.k, false, nullptr);
-      });
       const double bytes = 2.0 * s.n * s.k;
-      std::printf("skinny %-8s m %d: cuBLASLt %7.1f us %5.2f TB/s | skinny %7.1f us %5.2f TB/s\n",
-                  s.name, m, us_lt, bytes / us_lt / 1e6, us_sk, bytes / us_sk / 1e6);
+      std::printf("skinny %-8s m %2d: cuBLASLt %7.1f us %5.2f TB/s |", s.name, m, us_lt,
+                  bytes / us_lt / 1e6);
+      for (SkinnyVariant v : {SkinnyVariant::kDefault, SkinnyVariant::kRows1Unroll4,
+                              SkinnyVariant::kRows1Unroll8, SkinnyVariant::kRows4Unroll2}) {
+        const float us = time([&] {
+          return skinny_gemm(DType::kBF16, x.data(), w.data(), y.data(), m, s.n, s.k, false,
+                             nullptr, v);
+        });
+        std::printf(" v%d %6.1f us %5.2f", int(v), us, bytes / us / 1e6);
+      }
+      std::printf(" TB/s\n");
     }
   }
 }

@@ -17,6 +17,9 @@
 namespace folio::cuda {
 namespace {
 
+// At m <= the skinny cut, weight matrices up to this stay on cuBLASLt (gemm.h).
+constexpr size_t kSkinnyMinWeightBytes = size_t{32} << 20;
+
 // Timing scratch: the tuned GEMM's output (m·n elements at most) at its start; all of it is
 // rewritten before each timed run to evict the weights from L2 (50 MiB on H100/H200).
 constexpr size_t kTuneScratchBytes = 64u << 20;
@@ -38,8 +41,7 @@ struct Gemm::Impl {
   AutotuneOptions tune;
   std::map<Key, std::unique_ptr<Plan>> plans;
   std::map<Key, cublasLtMatmulAlgo_t> bucket_algos;  // key m = tune_bucket(m): see AutotuneOptions
-  // m up to this goes to skinny_gemm (FOLIO_SKINNY_GEMM_MAX_M). 1 by default: on the H100 the
-  // skinny kernel beat cuBLASLt by 5-11% at m 1 and lost from m 2 (x re-read per weight load).
+  // m up to this goes to skinny_gemm (FOLIO_SKINNY_GEMM_MAX_M; skinny_gemm.h has the figures).
   int skinny_max_m = 1;
 
   ~Impl() {
@@ -85,14 +87,7 @@ Result<std::unique_ptr<Gemm>> Gemm::create(size_t workspace_bytes, GemmAutotune 
   auto impl = std::make_unique<Impl>();
   FOLIO_ASSIGN_OR_RETURN(impl->tune, AutotuneOptions::from_env());
   if (autotune != GemmAutotune::kFromEnv) impl->tune.enabled = autotune == GemmAutotune::kOn;
-  if (const char* e = std::getenv("FOLIO_SKINNY_GEMM_MAX_M")) {
-    char* end = nullptr;
-    const long v = std::strtol(e, &end, 10);
-    if (end == e || *end != '\0' || v < 0 || v > kSkinnyMaxM)
-      return invalid_argument("FOLIO_SKINNY_GEMM_MAX_M=" + std::string(e) + " (expected 0.." +
-                              std::to_string(kSkinnyMaxM) + ")");
-    impl->skinny_max_m = static_cast<int>(v);
-  }
+  FOLIO_ASSIGN_OR_RETURN(impl->skinny_max_m, skinny_max_m_from_env());
   if (skinny_max_m >= 0) impl->skinny_max_m = std::min(skinny_max_m, kSkinnyMaxM);
   FOLIO_RETURN_IF_ERROR(lt_status(cublasLtCreate(&impl->handle), "cublasLtCreate"));
   FOLIO_ASSIGN_OR_RETURN(impl->workspace, DeviceBuffer::allocate(workspace_bytes));
@@ -108,7 +103,8 @@ Status Gemm::matmul_nt(DType dtype, const void* x, const void* w, void* y, int m
   if (m == 0 || n == 0) return Status();
   if (k == 0)  // an empty sum: cuBLASLt rejects k = 0
     return accumulate ? Status() : memset_async(y, 0, size_t{2} * m * n, stream);
-  if (m <= impl_->skinny_max_m && skinny_gemm_supported(m, k, x, w, y))
+  if (m <= impl_->skinny_max_m && skinny_gemm_supported(m, k, x, w, y) &&
+      size_t{2} * n * k > kSkinnyMinWeightBytes)
     return skinny_gemm(dtype, x, w, y, m, n, k, accumulate, stream);
   Plan* p = nullptr;
   if (auto it = impl_->plans.find(Key{static_cast<int>(dtype), m, n, k, accumulate});

@@ -2,6 +2,7 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -10,6 +11,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/gemm_autotune.h"
+#include "backend/cuda/skinny_gemm.h"
 
 namespace folio::cuda {
 namespace {
@@ -41,6 +43,7 @@ std::string shape_name(DType dtype, int m, int n, int k) {
 
 struct LogitsGemm::Impl {
   LogitsGemmPath path = LogitsGemmPath::kLt;
+  int skinny_max_m = 1;  // m up to this runs skinny_gemm_f32 on either path
   cublasHandle_t blas = nullptr;  // gemmex path
   cublasLtHandle_t lt = nullptr;  // lt path
   DeviceBuffer workspace;         // lt path
@@ -86,8 +89,11 @@ struct LogitsGemm::Impl {
 LogitsGemm::LogitsGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LogitsGemm::~LogitsGemm() = default;
 
-Result<std::unique_ptr<LogitsGemm>> LogitsGemm::create(LogitsGemmPath path, GemmAutotune autotune) {
+Result<std::unique_ptr<LogitsGemm>> LogitsGemm::create(LogitsGemmPath path, GemmAutotune autotune,
+                                                       int skinny_max_m) {
   auto impl = std::make_unique<Impl>();
+  FOLIO_ASSIGN_OR_RETURN(impl->skinny_max_m, skinny_max_m_from_env());
+  if (skinny_max_m >= 0) impl->skinny_max_m = std::min(skinny_max_m, kSkinnyMaxM);
   if (path == LogitsGemmPath::kFromEnv) {
     FOLIO_ASSIGN_OR_RETURN(impl->path, path_from_env());
   } else {
@@ -111,6 +117,8 @@ Status LogitsGemm::matmul_nt_f32(DType dtype, const void* x, const void* w, floa
   if (m < 0 || n < 0 || k < 0) return invalid_argument("matmul_nt_f32: negative dimension");
   if (m == 0 || n == 0) return Status();
   if (k == 0) return memset_async(y, 0, sizeof(float) * m * n, stream);  // an empty sum
+  if (m <= impl_->skinny_max_m && skinny_gemm_supported(m, k, x, w, y))
+    return skinny_gemm_f32(dtype, x, w, y, m, n, k, stream);
   const float alpha = 1.f, beta = 0.f;
   if (impl_->path == LogitsGemmPath::kGemmEx) {
     cublasHandle_t h = impl_->blas;
