@@ -171,6 +171,11 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
         DecodePlan wide = *plan;
         wide.lane_vectors = 2;
         report("v2 lanes2", wide);
+        for (int hc : {2, 1}) {  // fewer q heads per block than the group of 4
+          DecodePlan split = *plan;
+          split.head_chunk = hc;
+          report(hc == 2 ? "v2 head chunk 2" : "v2 head chunk 1", split);
+        }
         auto bounded = plan_decode_attention_bounded(c.batch, 16384, kHeads, kKvHeads, kDim,
                                                      info->num_sms, 0, k);
         ASSERT_TRUE(bounded.ok()) << bounded.status().to_string();

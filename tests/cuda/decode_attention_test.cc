@@ -23,6 +23,7 @@ struct DecodeCase {
   int partition_size;  // 0: the planner's choice
   DecodeKernel kernel = DecodeKernel::kV2;
   int lane_vectors = 0;  // DecodePlan::lane_vectors (v2)
+  int head_chunk = 0;    // DecodePlan::head_chunk (v2)
 };
 
 std::string name(const DecodeCase& c) {
@@ -30,7 +31,8 @@ std::string name(const DecodeCase& c) {
          std::to_string(c.kv_heads) + "_d" + std::to_string(c.head_dim) + "_bs" +
          std::to_string(c.block_size) + "_p" + std::to_string(c.partition_size) +
          (c.kernel == DecodeKernel::kV1 ? "_v1" : "_v2") +
-         (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "");
+         (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "") +
+         (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "");
 }
 
 void PrintTo(const DecodeCase& c, std::ostream* os) {
@@ -64,6 +66,7 @@ class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {
                                       /*num_sms=*/132, c.partition_size, c.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     plan->lane_vectors = c.lane_vectors;
+    plan->head_chunk = c.head_chunk;
     check(prob, *plan, name(c));
   }
 };
@@ -103,6 +106,12 @@ std::vector<DecodeCase> cases() {
       DecodeCase wide = c;
       wide.lane_vectors = 2;
       out.push_back(wide);
+    }
+    for (int hc : {1, 2}) {  // fewer q heads per block than the group
+      if (c.heads / c.kv_heads <= hc) continue;
+      DecodeCase split = c;
+      split.head_chunk = hc;
+      out.push_back(split);
     }
     if ((c.head_dim == 64 || c.head_dim == 128) && c.block_size != 3) {
       c.kernel = DecodeKernel::kV1;

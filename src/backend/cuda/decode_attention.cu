@@ -123,6 +123,9 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
   if (plan.partition_size < 1 || plan.max_partitions < 1 || plan.max_partitions > 65535 ||
       plan.kernel == DecodeKernel::kDefault)
     return invalid_argument("decode_attention: not a plan from plan_decode_attention");
+  if (plan.head_chunk != 0 && plan.head_chunk != 1 && plan.head_chunk != 2 &&
+      plan.head_chunk != 4 && plan.head_chunk != 8)
+    return invalid_argument("decode_attention: head_chunk must be 0, 1, 2, 4 or 8");
   if (p.num_seqs == 0) return Status();
   if (p.num_seqs > 65535) return invalid_argument("decode_attention: more than 65535 sequences");
   if (plan.workspace_bytes > 0 && workspace == nullptr)

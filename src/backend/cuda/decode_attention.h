@@ -52,6 +52,12 @@ struct DecodePlan {
   // per byte, more registers), else one; 0 (the planner's choice) and 1 use one: on the H100
   // (2026-11-22) one vector was 2-5% faster on every K1 shape (bench/results/).
   int lane_vectors = 0;
+  // v2 only, a tuning knob the bench compares: q heads per block (1, 2, 4 or 8). 0: the smallest
+  // of those holding the GQA group (at most 8). Fewer heads per block than the group means more
+  // blocks reading the same K/V rows, meant to fill the GPU at batches too small for a resident
+  // wave. Measured on the H100 (2026-11-22, K1 b32 x 2048, group 4): 2 heads per block 105.2 us
+  // and 1 head 146.5 us against 101.8 us for the whole group, so the planner keeps 0.
+  int head_chunk = 0;
 };
 
 // context_lens: the step's host copy (ForwardBatch::context_lens). num_sms sizes the split so the

@@ -379,7 +379,7 @@ Status launch_decode_v2(const PagedAttentionParams& p, const DecodePlan& plan,
     a.head_dim = p.head_dim;
     a.block_size = p.block_size;
     const int group = p.num_heads / p.num_kv_heads;
-    const int gc = decode_head_chunk(group);
+    const int gc = plan.head_chunk > 0 ? plan.head_chunk : decode_head_chunk(group);
     a.num_chunks = (group + gc - 1) / gc;
     a.partition_size = plan.partition_size;
     a.max_partitions = plan.max_partitions;
