@@ -97,6 +97,7 @@ struct CudaLlamaExecutor::Impl {
   // Device sampling: rows and ops uploaded in one copy, results downloaded in one copy.
   cuda::PinnedHostBuffer sample_host;
   cuda::DeviceBuffer sample_in, sample_out, op_saved;
+  cuda::DeviceBuffer sample_scratch;  // the split sampler's (sample_rows.h), zeroed once
   std::unique_ptr<cuda::StageTimer> timer;  // FOLIO_CUDA_STAGE_TIMES=1 only
 
   // The stream the forward's embedding and layers go to: the legacy default stream (nullptr),

@@ -43,6 +43,10 @@ Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
   FOLIO_RETURN_IF_ERROR(ensure_device(sample_in, sample_host.bytes()));
   FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, L.out_bytes + L.top_bytes));
   FOLIO_RETURN_IF_ERROR(ensure_device(op_saved, std::max<size_t>(16, s.ops.size() * sizeof(float))));
+  if (sample_scratch.bytes() == 0) {
+    FOLIO_RETURN_IF_ERROR(ensure_device(sample_scratch, cuda::kSampleSplitScratchBytes));
+    FOLIO_RETURN_IF_ERROR(cuda::memset_async(sample_scratch.data(), 0, sample_scratch.bytes()));
+  }
   auto* h = static_cast<std::byte*>(sample_host.data());
   std::memcpy(h, s.rows.data(), s.rows.size() * sizeof(DeviceSampleRow));
   if (!s.ops.empty()) std::memcpy(h + L.rows_bytes, s.ops.data(), s.ops.size() * sizeof(LogitOp));
@@ -70,8 +74,13 @@ Status CudaLlamaExecutor::Impl::sample_chunk(const DeviceSamplingBatch& s, int r
   a.num_rows = static_cast<int>(end - begin);
   a.ops = reinterpret_cast<const LogitOp*>(in + L.rows_bytes);
   a.op_saved = op_saved.as<float>();
-  for (size_t i = begin; i < end && !a.any_ops; ++i)
-    a.any_ops = s.rows[i].phase_end[3] > s.rows[i].op_begin;
+  a.split_rows = true;
+  for (size_t i = begin; i < end; ++i) {
+    a.any_ops = a.any_ops || s.rows[i].phase_end[3] > s.rows[i].op_begin;
+    a.split_rows = a.split_rows && cuda::sample_split_eligible(s.rows[i], config.vocab_size);
+  }
+  a.scratch = sample_scratch.data();
+  a.scratch_bytes = sample_scratch.bytes();
   a.out = reinterpret_cast<cuda::SampleOut*>(out) + begin;
   a.top = reinterpret_cast<cuda::TopEntry*>(out + L.out_bytes) + begin * kMaxDeviceLogprobs;
   return cuda::sample_rows(a, nullptr);

@@ -7,11 +7,14 @@
 //     K* are kept in id order while the mass before them stays below the target;
 // each search takes 8 passes over the row, 4 bits of the key per pass (15 thresholds at once).
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/row_logprobs.cuh"
 #include "backend/cuda/sample_block.cuh"
 #include "backend/cuda/sample_rows.h"
+#include "backend/cuda/sample_rows_split.cuh"
 #include "base/philox.h"
 
 namespace folio::cuda {
@@ -244,11 +247,20 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleRowsArgs a
 
 }  // namespace
 
+bool sample_split_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("FOLIO_SAMPLE_SPLIT");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
+
 Status sample_rows(const SampleRowsArgs& a, void* stream) {
   if (a.num_rows == 0) return Status();
   if (a.vocab <= 0 || a.logits == nullptr || a.rows == nullptr || a.out == nullptr)
     return invalid_argument("sample_rows: empty vocabulary or missing buffers");
   cudaStream_t st = as_stream(stream);
+  if (sample_split_usable(a)) return sample_rows_split(a, st);
   if (a.any_ops) {
     apply_ops_kernel<<<a.num_rows, kSampleThreads, 0, st>>>(a);
     FOLIO_RETURN_IF_ERROR(launch_status("apply_ops_kernel"));

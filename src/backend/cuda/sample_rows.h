@@ -8,8 +8,13 @@
 //   4. logprobs of the raw row: log-sum-exp (double), the chosen token's logprob and rank, and
 //      the top num_logprobs tokens (best first, ties to the lower id).
 // Results land in device arrays that the caller copies back (a few bytes per row).
+//
+// Few rows (<= kSampleSplitMaxRows) whose sampling is plain (sample_split_eligible) take a split
+// path instead: each row cut into chunks over ~256 blocks, so a batch-1 step does not scan 128k
+// logits on one SM (sample_rows_split.cu). FOLIO_SAMPLE_SPLIT=0 turns it off.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "backend/device_sampling.h"
@@ -42,7 +47,25 @@ struct SampleRowsArgs {
   bool any_ops = false;               // false: skip the edit/restore kernels
   SampleOut* out = nullptr;           // device [num_rows]
   TopEntry* top = nullptr;            // device [num_rows, kMaxDeviceLogprobs]
+  // The split path: the caller sets split_rows when every row is sample_split_eligible, and
+  // provides scratch (kSampleSplitScratchBytes, zeroed once at allocation; each launch leaves it
+  // fit for the next). Without either, every row takes the one-block-per-row kernels.
+  bool split_rows = false;
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
 };
+
+inline constexpr int kSampleSplitMaxRows = 32;
+inline constexpr size_t kSampleSplitScratchBytes = 64 << 10;
+
+// No logits ops, no top-k / top-p / min-p filter, no top logprobs: greedy or temperature only.
+inline bool sample_split_eligible(const DeviceSampleRow& r, int vocab) {
+  return r.phase_end[3] == r.op_begin && (r.top_k <= 0 || r.top_k >= vocab) && r.top_p >= 1.0f &&
+         r.min_p <= 0.0f && r.num_logprobs == 0;
+}
+
+// FOLIO_SAMPLE_SPLIT=0 disables the split path (read once).
+bool sample_split_enabled();
 
 // Launches the kernels on `stream`; rows must reference logits rows in
 // [logits_row_offset, logits_row_offset + num_logits_rows).
