@@ -17,8 +17,16 @@
 namespace folio::cuda {
 namespace {
 
-// At m <= the skinny cut, weight matrices up to this stay on cuBLASLt (gemm.h).
-constexpr size_t kSkinnyMinWeightBytes = size_t{32} << 20;
+// At m <= the skinny cut, weight matrices up to this stay on cuBLASLt (gemm.h):
+// FOLIO_SKINNY_MIN_MIB, default 0 (every matrix on the skinny kernel).
+size_t skinny_min_weight_bytes() {
+  static const size_t v = [] {
+    const char* e = std::getenv("FOLIO_SKINNY_MIN_MIB");
+    const long mib = e ? std::strtol(e, nullptr, 10) : 0;
+    return static_cast<size_t>(mib >= 0 ? mib : 0) << 20;
+  }();
+  return v;
+}
 
 // Timing scratch: the tuned GEMM's output (m·n elements at most) at its start; all of it is
 // rewritten before each timed run to evict the weights from L2 (50 MiB on H100/H200).
@@ -104,7 +112,7 @@ Status Gemm::matmul_nt(DType dtype, const void* x, const void* w, void* y, int m
   if (k == 0)  // an empty sum: cuBLASLt rejects k = 0
     return accumulate ? Status() : memset_async(y, 0, size_t{2} * m * n, stream);
   if (m <= impl_->skinny_max_m && skinny_gemm_supported(m, k, x, w, y) &&
-      size_t{2} * n * k > kSkinnyMinWeightBytes)
+      size_t{2} * n * k > skinny_min_weight_bytes())
     return skinny_gemm(dtype, x, w, y, m, n, k, accumulate, stream);
   Plan* p = nullptr;
   if (auto it = impl_->plans.find(Key{static_cast<int>(dtype), m, n, k, accumulate});

@@ -4,10 +4,11 @@
 // One Gemm per stream/thread (it is not thread-safe): it owns the cuBLASLt handle, a workspace,
 // and a plan per (dtype, m, n, k, accumulate): the matmul descriptors and the chosen algorithm.
 //
-// m = 1 (batch-1 decode) goes to skinny_gemm.h's GEMV instead of cuBLASLt when the weights are
-// over 32 MiB (FOLIO_SKINNY_GEMM_MAX_M=0..4 moves the m cut; 0: cuBLASLt always). Smaller
-// matrices stay on cuBLASLt, whose split-k kernels fill the GPU better there (H100: o_proj,
-// 4096 x 4096, 12.8 us against 14.4).
+// m = 1 (batch-1 decode) goes to skinny_gemm.h's GEMV instead of cuBLASLt (FOLIO_SKINNY_GEMM_MAX_M
+// =0..4 moves the m cut; 0: cuBLASLt always). Alone, cuBLASLt's split-k is faster on the
+// smallest matrix (H100: o_proj, 4096 x 4096, 12.8 us against 15.9), but in the decode step the
+// skinny kernel's programmatic launch overlaps attention's tail and wins (B3 6.01 -> 5.95 ms);
+// FOLIO_SKINNY_MIN_MIB=32 keeps matrices up to 32 MiB on cuBLASLt as before.
 //
 // Algorithm choice (gemm_autotune.h): with autotuning on (FOLIO_GEMM_AUTOTUNE=1; off by default:
 // on the H100 it gained at most 1.10x on one decode shape and cost ~25 ms per shape, see
