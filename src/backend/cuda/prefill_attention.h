@@ -8,7 +8,7 @@
 // all of them; it walks the keys in tiles of 64 through shared memory, computes Q·K^T and P·V
 // on tensor cores (bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
 //
-// Kernels (PrefillKernel; the plan picks FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq,
+// Kernels (PrefillKernel; the plan picks FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128,
 // default v3):
 //   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
@@ -24,6 +24,9 @@
 //         8x1024, 308 at 1x8192; v2x2 166 / 239; v3p and v3pq in between).
 //   v3p:  v3 with P·V of key tile t - 1 in flight during the softmax of tile t.
 //   v3pq: v3p with Q in registers (S = Q·K^T reads only K from shared memory).
+//   v3n128: v3 with key tiles of 128 (S by wgmma m64n128k16: half the barriers and softmax
+//         passes per key) at head_dim 128; head_dim 64 runs as v3, others as v2x2. Not yet
+//         measured on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +37,12 @@
 
 namespace folio::cuda {
 
-enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq };
+enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128 };
 
 const char* prefill_kernel_name(PrefillKernel k);
 
-// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p or v3pq; kV3 when unset or unknown.
+// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq or v3n128; kV3 when unset or
+// unknown.
 PrefillKernel default_prefill_kernel();
 
 struct PrefillPlan {

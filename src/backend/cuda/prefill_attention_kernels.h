@@ -24,4 +24,8 @@ enum class V3Variant { kPlain, kPipelined, kPipelinedQRegs };
 Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, V3Variant variant,
                  void* stream);
 
+// v3n128: v3 with key tiles of 128 (S by wgmma m64n128k16) at head_dim 128; head_dim 64 runs as
+// v3, the others as v2x2.
+Status launch_v3n128(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
 }  // namespace folio::cuda::prefill_detail

@@ -1,5 +1,6 @@
-// Internal to prefill_attention_v3.cu: the per-block state and tile steps shared by the two v3
-// kernels (plain and pipelined); the layout and descriptor scheme is described there.
+// Internal to prefill_attention_v3.cu and prefill_attention_v3n128.cu: the per-block state and
+// tile steps shared by the v3 kernels (plain, pipelined, 128-key tiles); the layout and
+// descriptor scheme is described in prefill_attention_v3.cu.
 #pragma once
 
 #include <cmath>
@@ -13,16 +14,17 @@ namespace folio::cuda::prefill_detail::v3k {
 constexpr int kWarpgroups = 2;
 constexpr int kThreads = 128 * kWarpgroups;
 constexpr int BM = 64 * kWarpgroups;  // rows per block
-constexpr int BN = 64;                // keys per tile
+constexpr int BN = 64;                // keys per tile of v3 / v3p / v3pq (v3n128: 128)
 
 template <typename T>
 using Args = PrefillArgs<T>;
 
-// kQRegs: Q lives in registers as wgmma A fragments (no Q tile in shared memory).
-template <int D, int Stages, bool kQRegs>
+// kQRegs: Q lives in registers as wgmma A fragments (no Q tile in shared memory). kBN: keys
+// per tile (64 or 128).
+template <int D, int Stages, bool kQRegs, int kBN = BN>
 struct Cfg {
   static constexpr int kQBytes = kQRegs ? 0 : BM * D * 2;
-  static constexpr int kTileBytes = BN * D * 2;  // one K or V stage
+  static constexpr int kTileBytes = kBN * D * 2;  // one K or V stage
   // [Q], K[Stages], V[Stages], each 1024-byte aligned; + 1024 to align the dynamic base.
   static constexpr size_t kBytes = size_t{kQBytes} + 2 * Stages * kTileBytes + 1024;
 };
@@ -34,9 +36,10 @@ __device__ __forceinline__ uint32_t sw128_offset(int row, int col, int rows) {
                                ((((col >> 3) & 7) ^ (row & 7)) << 4) + (col & 7) * 2);
 }
 
-// Repacks S's accumulator n-blocks 2kk, 2kk + 1 (16 keys) into the A fragment of P · V.
-template <typename T>
-__device__ __forceinline__ void pack_p(uint32_t (&a)[4], const float (&s)[BN / 2], int kk) {
+// Repacks S's accumulator n-blocks 2kk, 2kk + 1 (16 keys) into the A fragment of P · V
+// (NS = tile keys / 2 floats per thread).
+template <typename T, int NS>
+__device__ __forceinline__ void pack_p(uint32_t (&a)[4], const float (&s)[NS], int kk) {
   const float* x = s + 8 * kk;
   a[0] = pack2<T>(x[0], x[1]);  // row g,     keys 2t, 2t + 1
   a[1] = pack2<T>(x[2], x[3]);  // row g + 8
@@ -45,10 +48,12 @@ __device__ __forceinline__ void pack_p(uint32_t (&a)[4], const float (&s)[BN / 2
 }
 
 // One block's geometry, shared-memory tiles and tile steps. Methods named issue_* start wgmma
-// groups (all 128 threads of the warpgroup must call them together) and do not wait.
-template <typename T, int D, int Stages, bool kQRegs = false>
+// groups (all 128 threads of the warpgroup must call them together) and do not wait. kBN: keys
+// per tile, 64 (S by m64n64k16) or 128 (S by m64n128k16; Q from shared memory only).
+template <typename T, int D, int Stages, bool kQRegs = false, int kBN = BN>
 struct Block {
-  using C = Cfg<D, Stages, kQRegs>;
+  static_assert(kBN == 64 || (kBN == 128 && !kQRegs), "key tiles of 64, or 128 with Q in smem");
+  using C = Cfg<D, Stages, kQRegs, kBN>;
   static constexpr int CPR = D / 8;  // 16-byte chunks per row
 
   Args<T> a;
@@ -78,7 +83,7 @@ struct Block {
     first_pos = a.context_lens[s] - q_len;
     last_row = min(r0 + BM, rows) - 1;
     kv_end = first_pos + last_row / G + 1;
-    n_tiles = (kv_end + BN - 1) / BN;
+    n_tiles = (kv_end + kBN - 1) / kBN;
     table = a.block_table + a.block_table_start[s];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     wg = warp / 4;
@@ -102,7 +107,7 @@ struct Block {
     return q_addr + C::kQBytes + (Stages + st) * C::kTileBytes;
   }
   // Key tiles this warpgroup computes: [0, wg_tiles); the later ones are above its rows.
-  __device__ int wg_tiles() const { return wg_live ? wg_max_pos / BN + 1 : 0; }
+  __device__ int wg_tiles() const { return wg_live ? wg_max_pos / kBN + 1 : 0; }
 
   // Q as this thread's A fragments (layout in wgmma_ptx.cuh) for the D / 16 k-steps, 4-byte
   // loads straight from global memory; rows past the end are zero.
@@ -135,7 +140,7 @@ struct Block {
     }
   }
 
-  // Keys [t * BN, t * BN + BN) into stage st through the block table; keys >= kv_end are
+  // Keys [t * kBN, t * kBN + kBN) into stage st through the block table; keys >= kv_end are
   // zero-filled (their scores are masked, and a zero V row keeps 0 * V finite).
   __device__ void load_kv(int t, int st) const {
     unsigned char* const kd = k_tile(st);
@@ -143,47 +148,57 @@ struct Block {
     const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * D;
     const int64_t head_off = static_cast<int64_t>(kvh) * D;
 #pragma unroll 4
-    for (int i = threadIdx.x; i < BN * CPR; i += kThreads) {
-      const int r = i / CPR, c = (i % CPR) * 8, j = t * BN + r;
+    for (int i = threadIdx.x; i < kBN * CPR; i += kThreads) {
+      const int r = i / CPR, c = (i % CPR) * 8, j = t * kBN + r;
       const bool ok = j < kv_end;
       const int blk = a.block_shift >= 0 ? j >> a.block_shift : j / a.block_size;
       const int64_t slot =
           static_cast<int64_t>(ok ? table[blk] : 0) * a.block_size + (j - blk * a.block_size);
       const int64_t off = ok ? slot * slot_stride + head_off + c : 0;
-      const uint32_t so = sw128_offset(r, c, BN);
+      const uint32_t so = sw128_offset(r, c, kBN);
       cp_async_16(kd + so, a.k_cache + off, ok);
       cp_async_16(vd + so, a.v_cache + off, ok);
     }
   }
 
-  // S (this warpgroup's 64 x BN) = Q · K^T of stage st: D / 16 wgmmas, one commit group.
-  __device__ void issue_qk(float (&sc)[BN / 2], int st) const {
+  // S (this warpgroup's 64 x kBN) = Q · K^T of stage st: D / 16 wgmmas, one commit group.
+  // first_half (kBN 128 only): just keys [0, 64) of the tile, by m64n64k16 into sc[0, 32) (the
+  // n64 accumulator layout is the first half of the n128 one); sc[32, 64) is left as it is.
+  __device__ void issue_qk(float (&sc)[kBN / 2], int st, bool first_half = false) const {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t qa = q_addr + (kk / 4) * BM * 128 + wg_r0 * 128 + (kk % 4) * 32;
-      const uint32_t ka = k_addr(st) + (kk / 4) * BN * 128 + (kk % 4) * 32;
-      wgmma_m64n64k16_ss<T>(sc, wgmma_desc_sw128(qa, 16, 1024), wgmma_desc_sw128(ka, 16, 1024),
-                            kk > 0 ? 1 : 0);
+      const uint32_t ka = k_addr(st) + (kk / 4) * kBN * 128 + (kk % 4) * 32;
+      const uint64_t da = wgmma_desc_sw128(qa, 16, 1024), db = wgmma_desc_sw128(ka, 16, 1024);
+      if constexpr (kBN == 64) {
+        wgmma_m64n64k16_ss<T>(sc, da, db, kk > 0 ? 1 : 0);
+      } else if (first_half) {
+        wgmma_m64n64k16_ss<T>(*reinterpret_cast<float(*)[32]>(sc), da, db, kk > 0 ? 1 : 0);
+      } else {
+        wgmma_m64n128k16_ss<T>(sc, da, db, kk > 0 ? 1 : 0);
+      }
     }
     wgmma_commit();
   }
 
   // The same with Q from registers: only K is read from shared memory.
-  __device__ void issue_qk(float (&sc)[BN / 2], const uint32_t (&qf)[D / 16][4], int st) const {
+  __device__ void issue_qk(float (&sc)[kBN / 2], const uint32_t (&qf)[D / 16][4], int st) const {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t ka = k_addr(st) + (kk / 4) * BN * 128 + (kk % 4) * 32;
+      const uint32_t ka = k_addr(st) + (kk / 4) * kBN * 128 + (kk % 4) * 32;
       wgmma_m64n64k16_rs<T>(sc, qf[kk], wgmma_desc_sw128(ka, 16, 1024), kk > 0 ? 1 : 0);
     }
     wgmma_commit();
   }
 
-  // O += P · V of stage st: BN / 16 wgmmas, one commit group; pf must stay untouched until the
-  // group retires.
-  __device__ void issue_pv(float (&o)[D / 2], const uint32_t (&pf)[BN / 16][4], int st) const {
+  // O += P · V of stage st: kBN / 16 wgmmas (the first n_steps only: keys [0, 16 n_steps) of
+  // the tile), one commit group; pf must stay untouched until the group retires.
+  __device__ void issue_pv(float (&o)[D / 2], const uint32_t (&pf)[kBN / 16][4], int st,
+                           int n_steps = kBN / 16) const {
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint64_t desc = wgmma_desc_sw128(v_addr(st) + kk * 16 * 128, BN * 128, 1024);
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      if (kk >= n_steps) break;
+      const uint64_t desc = wgmma_desc_sw128(v_addr(st) + kk * 16 * 128, kBN * 128, 1024);
       if constexpr (D == 64) {
         wgmma_m64n64k16_rs_tb<T>(o, pf[kk], desc, 1);
       } else {
@@ -194,16 +209,20 @@ struct Block {
     wgmma_commit();
   }
 
-  // Masks S of key tile t (sc[4n + e]: row g + 8 (e / 2), key t BN + 8n + 2 tq + e % 2), then
+  // Masks S of key tile t (sc[4n + e]: row g + 8 (e / 2), key t kBN + 8n + 2 tq + e % 2), then
   // turns it into P = exp2(S scale - m_new) in place, updating m and l; returns the factors
   // alpha[h] = exp2(m_old - m_new) that O's rows must be scaled by. Tile 0 holds key 0, visible
   // to every row, so m is finite from then on and exp2(-inf - m) = 0 covers masked entries.
-  __device__ void softmax(float (&sc)[BN / 2], int t, float (&m)[2], float (&l)[2],
+  // kKeys < kBN: only the tile's first kKeys keys are read and turned into P (the caller knows
+  // the rest are past every row of the warpgroup and does not use them).
+  template <int kKeys = kBN>
+  __device__ void softmax(float (&sc)[kBN / 2], int t, float (&m)[2], float (&l)[2],
                           float (&alpha)[2]) const {
-    const int kt = t * BN;
-    if (kt + BN - 1 > warp_min_pos) {  // the tile crosses this warp's diagonal
+    static_assert(kKeys % 16 == 0 && kKeys <= kBN, "whole P fragments");
+    const int kt = t * kBN;
+    if (kt + kKeys - 1 > warp_min_pos) {  // the keys cross this warp's diagonal
 #pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
+      for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           if (kt + n * 8 + 2 * tq + (e & 1) > pos[e / 2]) sc[4 * n + e] = -INFINITY;
@@ -212,7 +231,7 @@ struct Block {
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
 #pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
+      for (int n = 0; n < kKeys / 8; ++n)
         mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
@@ -221,7 +240,7 @@ struct Block {
       m[h] = m_new;
       float sum = 0.f;
 #pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
+      for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
           const float p = fast_exp2(fmaf(sc[4 * n + e], a.scale_log2, -m_new));

@@ -132,6 +132,18 @@ inline void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
   });
 }
 
+template <typename T>
+inline void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  emu_wgmma::pending.open.push_back([&d, desc_a, desc_b, scale_d] {
+    const int w = (emu::tid / 32) % 4;
+    float A[16][16];
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 16; ++k)
+        A[r][k] = emu_wgmma::smem_elem<T>(emu_wgmma::element_addr(desc_a, 16 * w + r, k, true));
+    emu_wgmma::accumulate<T, 128>(d, A, desc_b, true, scale_d);
+  });
+}
+
 // Register A: lane (g, t) holds a0 (row g, k 2t..), a1 (row g + 8), a2 (row g, k 2t + 8..), a3.
 template <typename T>
 inline void emu_gather_a(float (&A)[16][16], const uint32_t (&a)[4]) {
