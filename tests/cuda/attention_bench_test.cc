@@ -201,16 +201,6 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
                       "%.2f TB/s = %.0f%% of copy, %.0f%% of queued copy\n",
                       c.batch, c.ctx, bs, us, bytes / us / 1e6,
                       100.0 * bytes / us / 1e6 / copy_tbps, 100.0 * bytes / us / 1e6 / copy_q_tbps);
-          for (int st : {6, 8}) {  // DecodePlan::pipeline_stages
-            DecodePlan deep = *plan;
-            deep.pipeline_stages = st;
-            const double dus = median_us(
-                [&] { (void)decode_attention(p, deep, ws->data(), nullptr); }, evict_l2);
-            std::printf("K1 decode b%d L%d page %d v2 queued, %d stages: %.1f us, %.0f%% of copy, "
-                        "%.0f%% of queued copy\n",
-                        c.batch, c.ctx, bs, st, dus, 100.0 * bytes / dus / 1e6 / copy_tbps,
-                        100.0 * bytes / dus / 1e6 / copy_q_tbps);
-          }
         }
         DecodePlan wide = *plan;
         wide.lane_vectors = 2;

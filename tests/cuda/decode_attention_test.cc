@@ -24,7 +24,6 @@ struct DecodeCase {
   DecodeKernel kernel = DecodeKernel::kV2;
   int lane_vectors = 0;  // DecodePlan::lane_vectors (v2)
   int head_chunk = 0;    // DecodePlan::head_chunk (v2)
-  int stages = 0;        // DecodePlan::pipeline_stages (v2)
 };
 
 std::string name(const DecodeCase& c) {
@@ -33,8 +32,7 @@ std::string name(const DecodeCase& c) {
          std::to_string(c.block_size) + "_p" + std::to_string(c.partition_size) +
          (c.kernel == DecodeKernel::kV1 ? "_v1" : "_v2") +
          (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "") +
-         (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "") +
-         (c.stages ? "_st" + std::to_string(c.stages) : "");
+         (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "");
 }
 
 void PrintTo(const DecodeCase& c, std::ostream* os) {
@@ -69,7 +67,6 @@ class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     plan->lane_vectors = c.lane_vectors;
     plan->head_chunk = c.head_chunk;
-    plan->pipeline_stages = c.stages;
     check(prob, *plan, name(c));
   }
 };
@@ -109,12 +106,6 @@ std::vector<DecodeCase> cases() {
       DecodeCase wide = c;
       wide.lane_vectors = 2;
       out.push_back(wide);
-    }
-    for (int st : {6, 8}) {  // deeper cp.async rings (head_dim 128, group 4 only; else ignored)
-      if (c.head_dim != 128 || c.kernel != DecodeKernel::kV2) continue;
-      DecodeCase deep = c;
-      deep.stages = st;
-      out.push_back(deep);
     }
     for (int hc : {1, 2}) {  // fewer q heads per block than the group
       if (c.heads / c.kv_heads <= hc) continue;

@@ -126,9 +126,6 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
   if (plan.head_chunk != 0 && plan.head_chunk != 1 && plan.head_chunk != 2 &&
       plan.head_chunk != 4 && plan.head_chunk != 8)
     return invalid_argument("decode_attention: head_chunk must be 0, 1, 2, 4 or 8");
-  if (plan.pipeline_stages != 0 && plan.pipeline_stages != 4 && plan.pipeline_stages != 6 &&
-      plan.pipeline_stages != 8)
-    return invalid_argument("decode_attention: pipeline_stages must be 0, 4, 6 or 8");
   if (p.num_seqs == 0) return Status();
   if (p.num_seqs > 65535) return invalid_argument("decode_attention: more than 65535 sequences");
   if (plan.workspace_bytes > 0 && workspace == nullptr)

@@ -58,11 +58,6 @@ struct DecodePlan {
   // wave. Measured on the H100 (2026-11-22, K1 b32 x 2048, group 4): 2 heads per block 105.2 us
   // and 1 head 146.5 us against 101.8 us for the whole group, so the planner keeps 0.
   int head_chunk = 0;
-  // v2 only, a tuning knob the bench compares: depth of the cp.async ring (pipeline_stages - 1
-  // iterations of K/V loads in flight per thread). 0 is the default 4; 6 and 8 exist for head_dim
-  // 128 with 4 q heads per block (others run at 4), meant for grids of ~2 blocks per SM (K1 b32)
-  // where the bytes in flight may not cover the memory latency.
-  int pipeline_stages = 0;
 };
 
 // context_lens: the step's host copy (ForwardBatch::context_lens). num_sms sizes the split so the

@@ -7,7 +7,6 @@
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/pdl.cuh"
-#include "backend/cuda/smem_opt_in.h"
 #include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/decode_attention_impl.h"
 #include "backend/cuda/device_pipeline.cuh"
@@ -18,7 +17,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kChunks = 2;   // 16-byte K (and V) chunks per thread per pipeline stage
-constexpr int kStages = 4;   // default cp.async ring depth S: S - 1 iterations in flight
+constexpr int kStages = 4;   // cp.async ring depth: kStages - 1 iterations in flight
 constexpr int kTile = 1024;  // slot ids staged per tile; two tiles double-buffered
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNoMax = -1e30f;  // running max before any token: finite, so exp2(m - m') is 0 or 1
@@ -34,15 +33,15 @@ struct V2Args : PagedPointers<T> {
 // back only what it copied, so the ring needs no block barrier), reused after the loop for the
 // cross-warp reduction [kWarps][GC][D]; then per-warp max and sum [kWarps][GC] each, then the
 // slot ids [2][kTile].
-__host__ __device__ constexpr int ring_bytes(int stages) {
-  return stages * 2 * kChunks * kThreads * 16;
+__host__ __device__ constexpr int ring_bytes() {
+  return kStages * 2 * kChunks * kThreads * 16;
 }
-__host__ __device__ inline int main_bytes(int gc, int d, int stages) {
+__host__ __device__ inline int main_bytes(int gc, int d) {
   const int red = kWarps * gc * d * 4;
-  return red > ring_bytes(stages) ? red : ring_bytes(stages);
+  return red > ring_bytes() ? red : ring_bytes();
 }
-__host__ __device__ inline int smem_bytes(int gc, int d, int stages) {
-  return main_bytes(gc, d, stages) + 2 * kWarps * gc * 4 + 2 * kTile * 4;
+__host__ __device__ inline int smem_bytes(int gc, int d) {
+  return main_bytes(gc, d) + 2 * kWarps * gc * 4 + 2 * kTile * 4;
 }
 
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads. A token's row of
@@ -53,7 +52,7 @@ __host__ __device__ inline int smem_bytes(int gc, int d, int stages) {
 // q and accumulators take twice the registers). Every lane group keeps its own online-softmax
 // state (max m, sum l, unnormalised acc) over its tokens; the groups of a warp merge by
 // shuffles, the warps through shared memory.
-template <typename T, int TG, int GC, int VPL, int S = kStages>
+template <typename T, int TG, int GC, int VPL>
 __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V2Args<T> a) {
   pdl_wait();  // pdl.cuh: inputs come from the previous kernel
   pdl_launch_dependents();
@@ -62,12 +61,12 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
   constexpr int STEPS = kChunks / VPL;
   constexpr int TPW = 32 / TG;
   constexpr int TI = kWarps * TPW * STEPS;  // tokens per block iteration
-  static_assert(kTile % TI == 0 && TI * (S - 1) <= kTile, "issue runs <= 1 tile ahead");
+  static_assert(kTile % TI == 0 && TI * (kStages - 1) <= kTile, "issue runs <= 1 tile ahead");
   extern __shared__ __align__(16) unsigned char smem[];
   const int D = a.head_dim;
   uint4* ring = reinterpret_cast<uint4*>(smem);
   float* red = reinterpret_cast<float*>(smem);
-  float* wm = reinterpret_cast<float*>(smem + main_bytes(GC, D, S));
+  float* wm = reinterpret_cast<float*>(smem + main_bytes(GC, D));
   float* wl = wm + kWarps * GC;
   int32_t* slots = reinterpret_cast<int32_t*>(wl + kWarps * GC);
 
@@ -130,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
   auto token = [&](int it, int u) { return it * TI + (warp * STEPS + u) * TPW + tiw; };
   // Ring chunk c = u * VPL + v of a stage holds step u's vector v; V's chunks follow K's.
   auto issue = [&](int it) {
-    uint4* st = ring + (it % S) * (2 * kChunks * kThreads) + tid;
+    uint4* st = ring + (it % kStages) * (2 * kChunks * kThreads) + tid;
 #pragma unroll
     for (int u = 0; u < STEPS; ++u) {
       const int t = token(it, u);
@@ -158,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
 
   const int iters = (n + TI - 1) / TI;  // block-uniform, so every loop below is warp-uniform
 #pragma unroll
-  for (int i = 0; i < S - 1; ++i) {
+  for (int i = 0; i < kStages - 1; ++i) {
     if (i < iters) issue(i);
     cp_async_commit();
   }
@@ -167,16 +166,16 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
     const int tok0 = it * TI;
     if (it > 0 && tok0 % kTile == 0) {
       // Entering tile k: every issue that read tile k - 1's slots has run, so its buffer takes
-      // tile k + 1 (issues run at most S - 1 iterations, less than a tile, ahead).
+      // tile k + 1 (issues run at most kStages - 1 iterations, less than a tile, ahead).
       __syncthreads();
       if (tok0 + kTile < n) fill_tile(tok0 / kTile + 1);
       __syncthreads();
     }
-    if (it + S - 1 < iters) issue(it + S - 1);
+    if (it + kStages - 1 < iters) issue(it + kStages - 1);
     cp_async_commit();
-    cp_async_wait<S - 1>();  // this thread's copies for iteration `it` have landed
+    cp_async_wait<kStages - 1>();  // this thread's copies for iteration `it` have landed
 
-    const uint4* st = ring + (it % S) * (2 * kChunks * kThreads) + tid;
+    const uint4* st = ring + (it % kStages) * (2 * kChunks * kThreads) + tid;
     float sc[STEPS][GC];
 #pragma unroll
     for (int u = 0; u < STEPS; ++u) {
@@ -319,15 +318,11 @@ __global__ void decode_v2_merge_kernel(V2Args<T> a) {
   }
 }
 
-template <typename T, int TG, int GC, int VPL, int S = kStages>
+template <typename T, int TG, int GC, int VPL>
 Status launch(const V2Args<T>& a, int num_seqs, void* stream) {
   const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
-  const int smem = smem_bytes(GC, a.head_dim, S);
-  if (smem > 48 * 1024)
-    FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(
-        reinterpret_cast<const void*>(decode_v2_kernel<T, TG, GC, VPL, S>), smem));
-  FOLIO_RETURN_IF_ERROR(launch_pdl(decode_v2_kernel<T, TG, GC, VPL, S>, grid, dim3(kThreads), smem,
-                                   stream, "decode_v2_kernel", a));
+  FOLIO_RETURN_IF_ERROR(launch_pdl(decode_v2_kernel<T, TG, GC, VPL>, grid, dim3(kThreads),
+                                   smem_bytes(GC, a.head_dim), stream, "decode_v2_kernel", a));
   if (a.max_partitions > 1) {
     const int threads = (a.head_dim + 31) / 32 * 32;
     FOLIO_RETURN_IF_ERROR(launch_pdl(decode_v2_merge_kernel<T>, dim3(a.num_heads, num_seqs),
@@ -349,16 +344,6 @@ Status launch_tg(const V2Args<T>& a, int num_seqs, int gc, void* stream) {
     default:
       return launch<T, TG, 8, 1>(a, num_seqs, stream);
   }
-}
-
-// A deeper cp.async ring (DecodePlan::pipeline_stages), one vector per lane, lane groups of 16
-// (head_dim 128) only: a tuning knob the bench compares.
-template <typename T>
-Status launch_deep(const V2Args<T>& a, int num_seqs, int gc, int stages, void* stream) {
-  if (gc != 4) return launch_tg<T, 16>(a, num_seqs, gc, stream);
-  if (stages == 6) return launch<T, 16, 4, 1, 6>(a, num_seqs, stream);
-  if (stages == 8) return launch<T, 16, 4, 1, 8>(a, num_seqs, stream);
-  return launch<T, 16, 4, 1>(a, num_seqs, stream);
 }
 
 // Two vectors per lane (rows of 16..32 vectors, at most 4 q heads per block: with 8 the
@@ -404,8 +389,6 @@ Status launch_decode_v2(const PagedAttentionParams& p, const DecodePlan& plan,
       if (vecs <= 16) return launch_tg_wide<T, 8>(a, p.num_seqs, gc, stream);
       return launch_tg_wide<T, 16>(a, p.num_seqs, gc, stream);
     }
-    if (plan.pipeline_stages > 0 && plan.pipeline_stages != kStages && vecs == 16)
-      return launch_deep<T>(a, p.num_seqs, gc, plan.pipeline_stages, stream);
     // One vector per lane: the lane group is the next power of two of vecs.
     if (vecs <= 1) return launch_tg<T, 1>(a, p.num_seqs, gc, stream);
     if (vecs <= 2) return launch_tg<T, 2>(a, p.num_seqs, gc, stream);
