@@ -1,7 +1,9 @@
 // Decode GEMM timings for the report, run only when FOLIO_CUDA_BENCH=1 (asserts nothing about
 // speed): Llama-3-8B's four linear layers (bf16) at decode batch m = 1..256, cuBLASLt's first
 // heuristic algorithm against the autotuned plan. Each run is timed alone with CUDA events after a
-// 128 MiB write that evicts L2 (in a real forward the other layers' weights do), median of 20.
+// 256 MiB read that evicts L2 (in a real forward the other layers' weights do), median of 20.
+// Reads, not a memset: a write eviction leaves ~50 MB of dirty lines whose write-back the timed
+// GEMM pays (~9 us, which understated every small shape here before 2026-11-25).
 // TB/s counts the weight bytes only (n·k·2), the floor of what a decode GEMM must read.
 #include <cuda_runtime.h>
 
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/skinny_gemm.h"
 #include "cuda_test_util.h"
 
 namespace folio::cuda {
@@ -33,14 +36,26 @@ void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
         copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
 }
 
-// Median microseconds of one matmul_nt (the plan already exists), L2 flushed before each run.
+// L2 eviction by reading `flush` (a [n, 8192] bf16 matrix) with a GEMV into `flush_xy`.
+struct Evictor {
+  DeviceBuffer w, xy;
+  void run(cudaStream_t s) {
+    const int n = static_cast<int>(w.bytes() / 2 / 8192);
+    auto* xy_bytes = static_cast<char*>(xy.data());
+    EXPECT_TRUE(skinny_gemm(DType::kBF16, xy_bytes, w.data(), xy_bytes + 8192 * 2, 1, n, 8192,
+                            false, s)
+                    .ok());
+  }
+};
+
+// Median microseconds of one matmul_nt (the plan already exists), L2 evicted before each run.
 float median_us(Gemm& g, const void* x, const void* w, void* y, int m, int n, int k, bool acc,
-                DeviceBuffer& flush, cudaStream_t s) {
+                Evictor& flush, cudaStream_t s) {
   constexpr int kRuns = 20;
   std::vector<cudaEvent_t> ev(2 * kRuns);
   for (auto& e : ev) EXPECT_EQ(cudaEventCreate(&e), cudaSuccess);
   for (int r = 0; r < kRuns; ++r) {
-    EXPECT_EQ(cudaMemsetAsync(flush.data(), r & 1, flush.bytes(), s), cudaSuccess);
+    flush.run(s);
     EXPECT_EQ(cudaEventRecord(ev[2 * r], s), cudaSuccess);
     EXPECT_TRUE(g.matmul_nt(DType::kBF16, x, w, y, m, n, k, acc, s).ok());
     EXPECT_EQ(cudaEventRecord(ev[2 * r + 1], s), cudaSuccess);
@@ -73,8 +88,10 @@ TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
   auto off = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
   auto on = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(off.ok() && on.ok());
-  auto flush = DeviceBuffer::allocate(128u << 20);
-  ASSERT_TRUE(flush.ok());
+  auto flush_w = DeviceBuffer::allocate(256u << 20);
+  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
+  ASSERT_TRUE(flush_w.ok() && flush_xy.ok());
+  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   std::printf("%-8s %4s %6s %6s | %10s %7s | %10s %7s | %6s %9s\n", "layer", "m", "n", "k",
@@ -96,9 +113,9 @@ TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       ASSERT_TRUE(st.ok()) << st.to_string();
       const float h =
-          median_us(**off, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc, *flush, s);
+          median_us(**off, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc, flush, s);
       const float t =
-          median_us(**on, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc, *flush, s);
+          median_us(**on, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc, flush, s);
       const double bytes = 2.0 * L.n * L.k;
       std::printf("%-8s %4d %6d %6d | %10.1f %7.2f | %10.1f %7.2f | %5.2fx %9.1f\n", L.name, m, L.n,
                   L.k, h, bytes / (h * 1e6), t, bytes / (t * 1e6), h / t, tune_ms);
