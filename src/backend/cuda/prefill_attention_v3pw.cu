@@ -7,6 +7,8 @@
 // the barriers per key (v3n128) bought only 3%, so here the warpgroups stop meeting at all: each
 // follows the stage ring on its own, paced only by the data.
 //
+// The producer and the ring are in prefill_attention_v3pw.cuh (shared with v3pwpp).
+//
 // Roles (288 threads): warps 0-7 are the two consumer warpgroups of v3n128 (rows 64 wg ..
 // 64 wg + 63 of the block's 128); warp 8 is the producer. The producer loads Q, then for each key
 // tile t gathers K(t) and V(t) through the block table by cp.async into stage t % 3, each
@@ -37,9 +39,8 @@
 // head_dim 128 only: launch_v3pw sends other head dims where launch_v3n128 does (64 to v3, the
 // rest to v2x2). Not yet run on a GPU; FOLIO_PREFILL_KERNEL=v3pw or PrefillPlan::kernel selects it.
 #include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/mbarrier_ptx.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
-#include "backend/cuda/prefill_attention_v3.cuh"
+#include "backend/cuda/prefill_attention_v3pw.cuh"
 #include "backend/cuda/smem_opt_in.h"
 
 namespace folio::cuda::prefill_detail {
@@ -47,115 +48,15 @@ namespace v3pw {
 namespace {
 
 using v3k::Args;
-
-constexpr int D = 128;
-constexpr int BN = 128;                               // keys per tile
-constexpr int kStages = 3;                            // stage ring depth
-constexpr int kConsumerWarps = v3k::kThreads / 32;    // 8: arrivals that release a stage
-constexpr int kProducerWarp = kConsumerWarps;         // warp 8
-constexpr int kThreads = v3k::kThreads + 32;          // 288
-constexpr int kSlots = BN / 32;                       // keys of a tile per producer lane
-
+using v3pw_ring::acquire;
+using v3pw_ring::Barriers;
+using v3pw_ring::BN;
+using v3pw_ring::D;
+using v3pw_ring::kStages;
+using v3pw_ring::kThreads;
+using v3pw_ring::release;
 template <typename T>
-using Blk = v3k::Block<T, D, kStages, false, BN>;
-using Cfg = v3k::Cfg<D, kStages, false, BN>;
-
-// The ring's barriers, right after the V tiles (8-byte aligned: the tiles end on 1024).
-struct Barriers {
-  uint64_t full_k[kStages], full_v[kStages], empty_k[kStages], empty_v[kStages];
-};
-constexpr size_t kSmemBytes = Cfg::kBytes + sizeof(Barriers);
-
-template <typename T>
-__device__ __forceinline__ Barriers& barriers(const Blk<T>& b) {
-  return *reinterpret_cast<Barriers*>(b.q_s + Cfg::kBytes - 1024);
-}
-
-// ---- producer warp ---------------------------------------------------------------------------
-// Lane l copies 16-byte chunk l % 16 of rows 2 i + l / 16: a half-warp reads one 256-byte row
-// per instruction.
-
-// Q's 128 rows (rows past the end zero-filled).
-template <typename T>
-__device__ __forceinline__ void produce_q(const Blk<T>& b, int lane) {
-  const int half = lane / 16, c = (lane % 16) * 8;
-#pragma unroll 4
-  for (int i = 0; i < v3k::BM / 2; ++i) {
-    const int r = 2 * i + half, gr = b.r0 + r;
-    const bool ok = gr <= b.last_row;
-    const int64_t qrow =
-        ok ? static_cast<int64_t>(b.qs + gr / b.G) * b.a.num_heads + b.kvh * b.G + gr % b.G : 0;
-    cp_async_16(b.q_s + v3k::sw128_offset(r, c, v3k::BM), b.a.q + qrow * D + c, ok);
-  }
-}
-
-// Cache slots of keys t * BN + lane + 32 k (k < kSlots); -1 for keys >= kv_end. Slots are token
-// indices of the paged cache (physical block * block_size + offset): < 2^31, far beyond any
-// cache that fits device memory.
-template <typename T>
-__device__ __forceinline__ void tile_slots(const Blk<T>& b, int t, int lane, int (&slot)[kSlots]) {
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    const int j = t * BN + lane + 32 * k;
-    const int blk = b.a.block_shift >= 0 ? j >> b.a.block_shift : j / b.a.block_size;
-    slot[k] = j < b.kv_end ? b.table[blk] * b.a.block_size + (j - blk * b.a.block_size) : -1;
-  }
-}
-
-// One K or V tile of keys (slots from tile_slots) into `dst`, 128-byte swizzled; keys past
-// kv_end zero-filled (masked scores; a zero V row keeps 0 * V finite). Each row's slot comes
-// from the lane that looked it up.
-template <typename T>
-__device__ __forceinline__ void produce_tile(const Blk<T>& b, const T* cache, unsigned char* dst,
-                                             const int (&slot)[kSlots], int lane) {
-  const int half = lane / 16, c = (lane % 16) * 8;
-  const int64_t slot_stride = static_cast<int64_t>(b.a.num_kv_heads) * D;
-  const int64_t head_off = static_cast<int64_t>(b.kvh) * D + c;
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k)
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const int s = __shfl_sync(0xffffffffu, slot[k], 2 * i + half);
-      const bool ok = s >= 0;
-      const int64_t off = ok ? s * slot_stride + head_off : 0;
-      cp_async_16(dst + v3k::sw128_offset(32 * k + 2 * i + half, c, BN), cache + off, ok);
-    }
-}
-
-template <typename T>
-__device__ void produce(const Blk<T>& b, Barriers& bar) {
-  const int lane = threadIdx.x % 32;
-  produce_q(b, lane);  // completes with tile 0's K: an arrival covers all earlier copies
-  for (int t = 0; t < b.n_tiles; ++t) {
-    const int st = t % kStages;
-    const uint32_t prev_parity = ((t / kStages) + 1) & 1;  // of fill u - 1 = tile t - kStages
-    int slot[kSlots];
-    tile_slots(b, t, lane, slot);
-    if (t >= kStages) mbarrier_wait_parity(&bar.empty_k[st], prev_parity);
-    produce_tile(b, b.a.k_cache, b.k_tile(st), slot, lane);
-    cp_async_mbarrier_arrive_noinc(&bar.full_k[st]);
-    if (t >= kStages) mbarrier_wait_parity(&bar.empty_v[st], prev_parity);
-    produce_tile(b, b.a.v_cache, b.v_tile(st), slot, lane);
-    cp_async_mbarrier_arrive_noinc(&bar.full_v[st]);
-  }
-  // Let this thread's copies finish before it exits (the consumers wait for them anyway).
-  cp_async_commit();
-  cp_async_wait<0>();
-}
-
-// ---- consumer warpgroups ---------------------------------------------------------------------
-
-// Releases a stage: every warp of the warpgroup is past the wgmma wait that retired its reads.
-__device__ __forceinline__ void release(uint64_t* bar) {
-  __syncwarp();
-  if (threadIdx.x % 32 == 0) mbarrier_arrive(bar);
-}
-
-// Waits for a fill of the stage, then makes it visible to wgmma (see the protocol above).
-__device__ __forceinline__ void acquire(uint64_t* bar, uint32_t parity) {
-  mbarrier_wait_parity(bar, parity);
-  fence_proxy_async_smem();
-}
+using Blk = v3pw_ring::Blk<T>;
 
 // One key tile of this warpgroup (v3n128's tile step with the stage handshakes). kHalf: only
 // keys [0, 64) of the tile are at or before some row of the warpgroup; the two instances are
@@ -206,11 +107,8 @@ __device__ void consume(const Blk<T>& b, Barriers& bar) {
       } else {
         tile_step<false>(b, bar, o, m, l, t, st, parity);
       }
-    } else if (t + kStages < b.n_tiles) {  // not needed here, but refilled later: release it
-      mbarrier_wait_parity(&bar.full_k[st], parity);
-      release(&bar.empty_k[st]);
-      mbarrier_wait_parity(&bar.full_v[st], parity);
-      release(&bar.empty_v[st]);
+    } else if (t + kStages < b.n_tiles) {  // not needed here, but refilled later
+      v3pw_ring::release_skipped(bar, st, parity);
     }
   }
   b.store(o, l);
@@ -224,18 +122,11 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3pw_kernel(Args<T> a) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   Blk<T> b(a, smem_raw);  // warp 8 gets a warpgroup index of 2, unused
   if (!b.live) return;
-  Barriers& bar = barriers(b);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&bar.full_k[s], 32);
-      mbarrier_init(&bar.full_v[s], 32);
-      mbarrier_init(&bar.empty_k[s], kConsumerWarps);
-      mbarrier_init(&bar.empty_v[s], kConsumerWarps);
-    }
-  }
+  Barriers& bar = v3pw_ring::barriers(b);
+  v3pw_ring::init_barriers(bar);
   __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
-  if (threadIdx.x / 32 == kProducerWarp) {
-    produce(b, bar);
+  if (threadIdx.x / 32 == v3pw_ring::kProducerWarp) {
+    v3pw_ring::produce(b, bar);
   } else {
     consume(b, bar);
   }
@@ -245,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3pw_kernel(Args<T> a) {
 template <typename T>
 Status launch(const Args<T>& a, int num_seqs, void* stream) {
   auto kernel = prefill_v3pw_kernel<T>;
-  constexpr size_t bytes = kSmemBytes;
+  constexpr size_t bytes = v3pw_ring::kSmemBytes;
   static_assert(bytes <= 227 * 1024, "shared memory per block");
   FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
   const dim3 grid(a.row_tiles, num_seqs, a.num_kv_heads);
