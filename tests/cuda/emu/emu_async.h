@@ -30,6 +30,10 @@
 // waits and exits with status 3. A wait with no mbarrier
 // progress for 60 s (e.g. threads stuck in __syncthreads) is reported the same way.
 //
+// With race_check set, emu_race.h's happens-before detector checks every cp.async write and
+// wgmma read of shared memory against the mbarrier (and __syncwarp) synchronisation, whatever
+// the interleaving: a stage refilled before its release, or read before its fill, fails.
+//
 // Also checked: a thread that passed an mbarrier wait fed by cp.async arrivals must execute
 // fence.proxy.async before its next wgmma (wgmma reads through the async proxy; the protocol in
 // prefill_attention_v3pw.cu fences on the consumer side).
@@ -44,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "emu_race.h"
 #include "simt_emu.h"
 
 namespace emu {
@@ -53,6 +58,14 @@ inline CopyPolicy copy_policy = [] {
   const char* e = std::getenv("FOLIO_EMU_CP_ASYNC");
   return e != nullptr && std::string(e) == "eager" ? CopyPolicy::kEager : CopyPolicy::kLazy;
 }();
+
+inline bool race_check = false;  // set by the test around the kernels it applies to
+// Schedule skew: after every passed mbarrier wait, the threads of this 128-thread group (-1:
+// none) hold back until every other thread waits or has exited (at most 2 s), so that the
+// others run as far ahead as the protocol lets them. A protocol that only works while the groups
+// stay in step (an arrival counted toward the wrong phase) then goes wrong, and the race check
+// sees it.
+inline int lagging_group = -1;
 
 [[noreturn]] inline void async_fail(const char* what) {
   std::fprintf(stderr, "emulated cp.async / mbarrier (thread %u, block %u,%u,%u): %s\n", tid,
@@ -65,18 +78,15 @@ struct Copy {
   void* dst;
   const void* src;
   bool valid;
-  void land() const {
-    if (valid)
-      std::memcpy(dst, src, 16);
-    else
-      std::memset(dst, 0, 16);
-  }
+  int thread;      // issuer
+  uint32_t epoch;  // the issuer's own clock entry at issue (race check)
 };
 
 struct MBar {
   uint32_t phase = 0;
   int pending = 0, expected = 0;
   bool fed_by_copies = false;  // has had cp.async-triggered arrivals
+  race::Clock acc, done[2];    // race check: current phase's clock, last completed per parity
 };
 
 // The copies a thread issued before a cp.async.mbarrier.arrive.noinc, and that arrival.
@@ -84,6 +94,7 @@ struct Bundle {
   uint64_t seq;
   std::vector<Copy> copies;
   uint32_t bar;
+  race::Clock clock;  // race check: the issuer's clock at the arrive instruction
 };
 
 struct AsyncState {
@@ -100,7 +111,8 @@ struct AsyncState {
     uint32_t bar = 0, parity = 0;
     uint64_t generation = 0;
   };
-  std::vector<Wait> waits;  // per thread
+  std::vector<Wait> waits;            // per thread
+  std::unique_ptr<race::State> race;  // when race_check
 };
 
 // This thread's copies not yet landed or bundled (kLazy): uncommitted, then committed groups.
@@ -115,9 +127,22 @@ inline AsyncState& async_state() {
     auto s = std::make_shared<AsyncState>();
     s->bundles.resize(cur->threads);
     s->waits.resize(cur->threads);
+    if (race_check) s->race = std::make_unique<race::State>(cur->threads, cur->smem.size());
     cur->async = s;
   }
   return *static_cast<AsyncState*>(cur->async.get());
+}
+
+inline uint32_t smem_offset(const void* p) {
+  return static_cast<uint32_t>(static_cast<const unsigned char*>(p) - smem());
+}
+
+inline void land_locked(AsyncState& s, const Copy& c) {
+  if (c.valid)
+    std::memcpy(c.dst, c.src, 16);
+  else
+    std::memset(c.dst, 0, 16);
+  if (s.race) race::copy_land(*s.race, smem_offset(c.dst), c.thread, c.epoch);
 }
 
 inline MBar& mbar_locked(AsyncState& s, uint32_t addr) {
@@ -126,10 +151,14 @@ inline MBar& mbar_locked(AsyncState& s, uint32_t addr) {
   return it->second;
 }
 
-inline void arrive_locked(AsyncState& s, uint32_t addr) {
+// One arrival; `clock`: the releasing thread's published clock (race check).
+inline void arrive_locked(AsyncState& s, uint32_t addr, const race::Clock* clock) {
   MBar& b = mbar_locked(s, addr);
   if (b.pending <= 0) async_fail("mbarrier arrival below a pending count of zero");
+  if (clock != nullptr) race::join(b.acc, *clock);
   if (--b.pending == 0) {
+    b.done[b.phase & 1u] = std::move(b.acc);
+    b.acc.clear();
     ++b.phase;
     b.pending = b.expected;
   }
@@ -145,11 +174,12 @@ inline bool phase_done(const MBar& b, uint32_t parity) {
 inline void land_bundles_locked(AsyncState& s, size_t t, uint64_t seq) {
   auto& q = s.bundles[t];
   while (!q.empty() && q.front().seq <= seq) {
-    for (const Copy& c : q.front().copies) c.land();
+    for (const Copy& c : q.front().copies) land_locked(s, c);
     const uint32_t bar = q.front().bar;
+    const race::Clock clock = std::move(q.front().clock);
     q.pop_front();
     s.bars[bar].fed_by_copies = true;
-    arrive_locked(s, bar);
+    arrive_locked(s, bar, s.race ? &clock : nullptr);
   }
 }
 
@@ -168,9 +198,12 @@ inline std::pair<int, uint64_t> oldest_bundle_locked(const AsyncState& s, uint32
 // ---- cp.async ----
 
 inline void cp_async_issue(void* dst, const void* src, bool valid) {
-  const Copy c{dst, src, valid};
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  Copy c{dst, src, valid, static_cast<int>(tid), 0};
+  if (s.race) c.epoch = race::copy_issue(*s.race, tid, smem_offset(dst));
   if (copy_policy == CopyPolicy::kEager)
-    c.land();
+    land_locked(s, c);
   else
     open_copies.push_back(c);
 }
@@ -184,13 +217,11 @@ inline void cp_async_commit_group() {
 // first; then the groups but the n most recent.
 inline void cp_async_wait_group(size_t n) {
   if (copy_policy == CopyPolicy::kEager) return;
-  {
-    std::lock_guard<std::mutex> lk(cur->mu);
-    AsyncState& s = async_state();
-    if (!s.bundles[tid].empty()) land_bundles_locked(s, tid, s.bundles[tid].back().seq);
-  }
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (!s.bundles[tid].empty()) land_bundles_locked(s, tid, s.bundles[tid].back().seq);
   while (copy_groups.size() > n) {
-    for (const Copy& c : copy_groups.front()) c.land();
+    for (const Copy& c : copy_groups.front()) land_locked(s, c);
     copy_groups.pop_front();
   }
 }
@@ -201,7 +232,7 @@ inline void mbarrier_init(uint32_t addr, uint32_t count) {
   std::lock_guard<std::mutex> lk(cur->mu);
   AsyncState& s = async_state();
   if (count == 0) async_fail("mbarrier.init with count 0");
-  s.bars[addr] = MBar{0, static_cast<int>(count), static_cast<int>(count), false};
+  s.bars[addr] = MBar{0, static_cast<int>(count), static_cast<int>(count), false, {}, {}};
   std::memset(smem() + addr, 0, 8);  // the object's bytes, as the hardware's init writes them
 }
 
@@ -211,7 +242,12 @@ inline void mbarrier_arrive(uint32_t addr) {
     std::lock_guard<std::mutex> lk(cur->mu);
     AsyncState& s = async_state();
     const uint32_t phase = mbar_locked(s, addr).phase;
-    arrive_locked(s, addr);
+    if (s.race) {
+      const race::Clock clock = race::release(*s.race, tid);
+      arrive_locked(s, addr, &clock);
+    } else {
+      arrive_locked(s, addr, nullptr);
+    }
     if (s.bars[addr].phase != phase)
       for (const auto& w : s.waits) woke = woke || (w.on && w.bar == addr);
   }
@@ -225,13 +261,15 @@ inline void mbarrier_arrive(uint32_t addr) {
 inline void cp_async_mbarrier_arrive_noinc(uint32_t addr) {
   std::lock_guard<std::mutex> lk(cur->mu);
   AsyncState& s = async_state();
-  mbar_locked(s, addr);                     // initialised?
+  mbar_locked(s, addr);  // initialised?
+  race::Clock clock;
+  if (s.race) clock = race::release(*s.race, tid);
   if (copy_policy == CopyPolicy::kEager) {  // every earlier copy has landed already
     s.bars[addr].fed_by_copies = true;
-    arrive_locked(s, addr);
+    arrive_locked(s, addr, s.race ? &clock : nullptr);
     return;
   }
-  Bundle b{s.next_seq++, {}, addr};
+  Bundle b{s.next_seq++, {}, addr, std::move(clock)};
   for (auto& g : copy_groups) b.copies.insert(b.copies.end(), g.begin(), g.end());
   b.copies.insert(b.copies.end(), open_copies.begin(), open_copies.end());
   copy_groups.clear();
@@ -294,10 +332,22 @@ inline bool mbarrier_try_wait_parity(uint32_t addr, uint32_t parity) {
     }
     return phase_done(s.bars[addr], parity);
   };
-  if (done()) {
+  auto acquired = [&] {
     if (s.bars[addr].fed_by_copies) unfenced_acquire = true;
+    if (s.race) race::acquire(*s.race, tid, s.bars[addr].done[parity & 1u]);
+    if (static_cast<int>(tid / 128) == lagging_group) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (std::chrono::steady_clock::now() < until) {
+        int idle = cur->exited;
+        for (size_t t = 0; t < s.waits.size(); ++t)
+          idle += static_cast<int>(t / 128) != lagging_group && s.waits[t].on;
+        if (idle >= cur->threads - 128) break;
+        cur->cv.wait_for(lk, std::chrono::milliseconds(5));  // rarely: the lock is shared
+      }
+    }
     return true;
-  }
+  };
+  if (done()) return acquired();
   s.waits[tid] = {true, false, addr, parity, 0};
   auto start = std::chrono::steady_clock::now();
   uint64_t seen = s.events;
@@ -312,8 +362,7 @@ inline bool mbarrier_try_wait_parity(uint32_t addr, uint32_t parity) {
     }
   }
   s.waits[tid].on = false;
-  if (s.bars[addr].fed_by_copies) unfenced_acquire = true;
-  return true;
+  return acquired();
 }
 
 // ---- named barriers ----
@@ -353,6 +402,52 @@ inline void named_barrier(int id, int count, bool wait) {
     }
   }
   s.waits[tid].on = false;
+}
+
+// ---- race-check hooks (emu_race.h) ----
+
+// __syncwarp: a warp barrier that also orders the lanes' memory accesses.
+inline void syncwarp_with_clocks() {
+  {
+    std::lock_guard<std::mutex> lk(cur->mu);
+    AsyncState& s = async_state();
+    if (s.race) race::syncwarp_arrive(*s.race, tid);
+  }
+  warp_sync();
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (s.race) race::syncwarp_leave(*s.race, tid);
+}
+// __syncthreads: every thread releases into the block's clock, then acquires it.
+inline void syncthreads_enter() {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (s.race) race::syncthreads_arrive(*s.race, tid);
+}
+inline void syncthreads_leave() {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (s.race) race::syncthreads_leave(*s.race, tid);
+}
+inline const bool sync_hooks_set = [] {
+  syncwarp_hook = &syncwarp_with_clocks;
+  sync_hook_enter = &syncthreads_enter;
+  sync_hook_leave = &syncthreads_leave;
+  return true;
+}();
+
+// A wgmma's shared-memory reads by this thread: checked at issue, recorded when it runs.
+template <typename Addrs>
+inline void wgmma_reads(const Addrs& addrs, bool at_issue) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (!s.race) return;
+  for (uint32_t a : addrs) {
+    if (at_issue)
+      race::read_issue(*s.race, tid, a);
+    else
+      race::read_run(*s.race, tid, a);
+  }
 }
 
 }  // namespace emu

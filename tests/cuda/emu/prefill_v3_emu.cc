@@ -12,9 +12,12 @@
 // exactly on its key 64, chunks over a cached prefix, decode rows. v3n128 runs head_dim 64 as v3
 // (the D 64 cases check that fallback). Exits non-zero on any miss. Optional arguments: run only
 // case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128, v3pw).
-// v3pw (producer warp, mbarriers; emu_async.h) runs every case twice, with cp.async landing as
-// late as the program allows (lazy) and at issue (eager); the others run under the policy of
-// FOLIO_EMU_CP_ASYNC (lazy by default: plain copies land at their cp.async.wait_group).
+// v3pw (producer warp, mbarriers; emu_async.h) runs every case twice: cp.async
+// landing as late as the program allows (lazy), then at issue (eager) with warpgroup 0 made to
+// lag; both with the happens-before race check (emu_race.h). The others run under the policy
+// of FOLIO_EMU_CP_ASYNC (lazy by default: plain copies land at their cp.async.wait_group). The
+// last case has a block with one live warpgroup over 8 key tiles (the other one releases stages
+// it never computes, several times each).
 // clang-format off
 #include "simt_emu.h"  // first: the kernel sources' headers use its shims
 #include "prefill_attention_v2_emu.inc"
@@ -47,6 +50,8 @@ int main(int argc, char** argv) {
       {bf, 8, 2, 128, 16, 0, {{600, 200}, {260, 1}, {129, 129}, {191, 70}}},
       {fp, 4, 1, 128, 24, 0, {{513, 300}, {64, 64}, {200, 8}, {100, 99}}},
       {bf, 2, 2, 128, 1, 0, {{300, 96}, {127, 127}, {256, 2}}},
+      // One live warpgroup (rows <= 64) over 8 key tiles; and a full block over 7.
+      {bf, 8, 2, 128, 16, 0, {{1000, 9}, {900, 40}}},
   };
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
@@ -56,9 +61,11 @@ int main(int argc, char** argv) {
   const emu::CopyPolicy default_policy = emu::copy_policy;
   for (int vi = 0; vi < 6; ++vi) {
     if (!only_variant.empty() && only_variant != names[vi]) continue;
-    emu::copy_policy = vi == 4   ? emu::CopyPolicy::kLazy
-                       : vi == 5 ? emu::CopyPolicy::kEager
-                                 : default_policy;
+    emu::copy_policy = vi >= 4 && vi % 2 == 0 ? emu::CopyPolicy::kLazy
+                       : vi >= 4              ? emu::CopyPolicy::kEager
+                                              : default_policy;
+    emu::race_check = vi >= 4;
+    emu::lagging_group = vi >= 4 && vi % 2 == 1 ? 0 : -1;  // eager: warpgroup 0 lags
     const char* const policy = emu::copy_policy == emu::CopyPolicy::kLazy ? "lazy" : "eager";
     const folio::cuda::emu_case::Launcher launch = [vi](const Case&, const auto& p,
                                                         const auto& plan) {

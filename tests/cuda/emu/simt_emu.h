@@ -46,11 +46,28 @@ inline thread_local unsigned tid = 0;
 inline unsigned char* smem() {
   return cur->smem.data();
 }
+// __syncthreads; emu_async.h hooks in the race check's memory ordering (sync_hook_enter runs
+// before the barrier, sync_hook_leave after it, then a second barrier).
+inline void (*sync_hook_enter)() = nullptr;
+inline void (*sync_hook_leave)() = nullptr;
 inline void sync() {
+  if (sync_hook_enter != nullptr) sync_hook_enter();
   cur->bar->arrive_and_wait();
+  if (sync_hook_leave != nullptr) {
+    sync_hook_leave();
+    cur->bar->arrive_and_wait();
+  }
 }
 inline void warp_sync() {
   cur->warp_bar[tid / 32]->arrive_and_wait();
+}
+// __syncwarp: a warp barrier; emu_async.h hooks in the race check's memory ordering.
+inline void (*syncwarp_hook)() = nullptr;
+inline void syncwarp() {
+  if (syncwarp_hook != nullptr)
+    syncwarp_hook();
+  else
+    warp_sync();
 }
 inline uint64_t (&lane_slot(int lane))[8] {
   return cur->xch[tid / 32][lane];
@@ -64,7 +81,7 @@ inline int min(int a, int b) {
   return a < b ? a : b;
 }
 #define __syncthreads() emu::sync()
-#define __syncwarp() emu::warp_sync()
+#define __syncwarp() emu::syncwarp()
 
 inline float __shfl_xor_sync(unsigned, float v, int mask) {
   const int lane = emu::tid % 32;

@@ -105,14 +105,19 @@ inline uint32_t element_addr(uint64_t desc, int mn, int k, bool k_major) {
 
 // FNV-1a over the operand elements this thread's share of a wgmma reads: the warp's 16 rows of
 // A (when A is in shared memory) and B's columns of this thread's accumulator entries.
+// at_issue: also the race check's read-after-write test, else the record of the reads (emu_race.h).
 template <int N>
-inline uint64_t operand_hash(bool has_a, uint64_t desc_a, uint64_t desc_b, bool b_k_major) {
+inline uint64_t operand_hash(bool has_a, uint64_t desc_a, uint64_t desc_b, bool b_k_major,
+                             bool at_issue) {
   uint64_t h = 1469598103934665603ull;
+  std::vector<uint32_t> addrs;
+  addrs.reserve(16 * 16 + N * 4);
   auto mix = [&](uint32_t addr) {
     if (addr + 2 > emu::cur->smem.size()) fail("operand address out of range");
     uint16_t v;
     std::memcpy(&v, emu::smem() + addr, 2);
     h = (h ^ v) * 1099511628211ull;
+    addrs.push_back(addr);
   };
   if (has_a) {
     const int w = (emu::tid / 32) % 4;
@@ -123,6 +128,7 @@ inline uint64_t operand_hash(bool has_a, uint64_t desc_a, uint64_t desc_b, bool 
   for (int j = 0; j < N / 8; ++j)
     for (int e = 0; e < 2; ++e)
       for (int k = 0; k < 16; ++k) mix(element_addr(desc_b, 8 * j + 2 * t + e, k, b_k_major));
+  if (emu::race_check) emu::wgmma_reads(addrs, at_issue);
   return h;
 }
 
@@ -131,11 +137,11 @@ template <int N>
 inline uint64_t on_issue(bool has_a, uint64_t desc_a, uint64_t desc_b, bool b_k_major) {
   if (emu::unfenced_acquire)
     fail("wgmma issued after an mbarrier wait on cp.async data without fence.proxy.async");
-  return operand_hash<N>(has_a, desc_a, desc_b, b_k_major);
+  return operand_hash<N>(has_a, desc_a, desc_b, b_k_major, true);
 }
 template <int N>
 inline void on_run(uint64_t h, bool has_a, uint64_t desc_a, uint64_t desc_b, bool b_k_major) {
-  if (operand_hash<N>(has_a, desc_a, desc_b, b_k_major) != h)
+  if (operand_hash<N>(has_a, desc_a, desc_b, b_k_major, false) != h)
     fail(
         "shared-memory operand changed between wgmma issue and its wait_group (a stage "
         "released or refilled too early)");
