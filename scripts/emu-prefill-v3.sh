@@ -18,7 +18,7 @@ BUILD=${BUILD:-build-cuda}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for v in v2 v3 v3n128 v3pw; do
+for v in v2 v3 v3n128 v3pw v3pwpp; do
   src=src/backend/cuda/prefill_attention_$v.cu
   sed -e 's|extern __shared__ __align__(128) unsigned char smem_raw\[\];|unsigned char* smem_raw = emu::smem();|' \
     -e 's|kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);|(void)stream; emu::launch(kernel, grid, kThreads, bytes, a);|' \

@@ -32,4 +32,8 @@ Status launch_v3n128(const PagedAttentionParams& p, const PrefillPlan& plan, voi
 // barrier per tile) at head_dim 128; other head dims run as launch_v3n128 runs them.
 Status launch_v3pw(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
 
+// v3pwpp: v3pw with the two consumer warpgroups taking turns issuing their GEMMs (FA3's
+// ping-pong); other head dims as launch_v3n128.
+Status launch_v3pwpp(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
 }  // namespace folio::cuda::prefill_detail

@@ -11,8 +11,8 @@
 // or the second half of the diagonal tile (the half-tile path and the masked full tile) or
 // exactly on its key 64, chunks over a cached prefix, decode rows. v3n128 runs head_dim 64 as v3
 // (the D 64 cases check that fallback). Exits non-zero on any miss. Optional arguments: run only
-// case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128, v3pw).
-// v3pw (producer warp, mbarriers; emu_async.h) runs every case twice: cp.async
+// case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp).
+// v3pw and v3pwpp (producer warp, mbarriers; emu_async.h) run every case twice: cp.async
 // landing as late as the program allows (lazy), then at issue (eager) with warpgroup 0 made to
 // lag; both with the happens-before race check (emu_race.h). The others run under the policy
 // of FOLIO_EMU_CP_ASYNC (lazy by default: plain copies land at their cp.async.wait_group). The
@@ -24,6 +24,7 @@
 #include "prefill_attention_v3_emu.inc"
 #include "prefill_attention_v3n128_emu.inc"
 #include "prefill_attention_v3pw_emu.inc"
+#include "prefill_attention_v3pwpp_emu.inc"
 #include "prefill_emu_case.h"
 // clang-format on
 
@@ -56,10 +57,11 @@ int main(int argc, char** argv) {
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
   const std::string only_variant = argc > 2 ? argv[2] : "";
-  // Variants 0..2: launch_v3's; 3: launch_v3n128; 4, 5: launch_v3pw, lazy / eager copies.
-  const char* const names[] = {"v3", "v3p", "v3pq", "v3n128", "v3pw", "v3pw"};
+  // Variants 0..2: launch_v3's; 3: launch_v3n128; 4, 5: launch_v3pw, lazy / eager copies;
+  // 6, 7: launch_v3pwpp, lazy / eager.
+  const char* const names[] = {"v3", "v3p", "v3pq", "v3n128", "v3pw", "v3pw", "v3pwpp", "v3pwpp"};
   const emu::CopyPolicy default_policy = emu::copy_policy;
-  for (int vi = 0; vi < 6; ++vi) {
+  for (int vi = 0; vi < 8; ++vi) {
     if (!only_variant.empty() && only_variant != names[vi]) continue;
     emu::copy_policy = vi >= 4 && vi % 2 == 0 ? emu::CopyPolicy::kLazy
                        : vi >= 4              ? emu::CopyPolicy::kEager
@@ -71,7 +73,8 @@ int main(int argc, char** argv) {
                                                         const auto& plan) {
       using folio::cuda::prefill_detail::V3Variant;
       if (vi == 3) return folio::cuda::prefill_detail::launch_v3n128(p, plan, nullptr);
-      if (vi >= 4) return folio::cuda::prefill_detail::launch_v3pw(p, plan, nullptr);
+      if (vi == 4 || vi == 5) return folio::cuda::prefill_detail::launch_v3pw(p, plan, nullptr);
+      if (vi >= 6) return folio::cuda::prefill_detail::launch_v3pwpp(p, plan, nullptr);
       const V3Variant v = vi == 0   ? V3Variant::kPlain
                           : vi == 1 ? V3Variant::kPipelined
                                     : V3Variant::kPipelinedQRegs;
