@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Checks the v3 (wgmma) prefill kernels' logic on the CPU (no GPU): rewrites the launch-only lines
-# of src/backend/cuda/prefill_attention_v3.cu and prefill_attention_v3n128.cu (and of v2, their
-# fallback for other head dims) for
+# of src/backend/cuda/prefill_attention_v3.cu, prefill_attention_v3n128.cu and
+# prefill_attention_v3pw.cu (and of v2, their fallback for other head dims) for
 # the host SIMT emulator (tests/cuda/emu), compiles them with g++ against emulated mma_ptx.cuh and
 # wgmma_ptx.cuh (the latter decodes the shared-memory matrix descriptors from the PTX ISA's
 # layout definitions), and runs them against a double-precision reference. What it checks: the
 # swizzled tile addressing, descriptor fields, fragment layouts, masking, the online softmax,
-# the paged K/V gather. What it cannot: PTX syntax, async ordering (fences, waits), timing.
+# the paged K/V gather; for v3pw also the mbarrier protocol (tests/cuda/emu/emu_async.h: phases
+# and parities, cp.async landing at the earliest and the latest legal time, deadlocks, operands
+# overwritten under an in-flight wgmma, the consumer-side proxy fence). What it cannot: PTX
+# syntax, the memory model beyond that, timing.
 # Needs a configured build folder for libfolio_base.a (BUILD, default build-cuda) and the CUDA
 # headers. A few minutes (one argument N runs only case N of each variant).
 set -euo pipefail
@@ -15,7 +18,7 @@ BUILD=${BUILD:-build-cuda}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for v in v2 v3 v3n128; do
+for v in v2 v3 v3n128 v3pw v3pwpp; do
   src=src/backend/cuda/prefill_attention_$v.cu
   sed -e 's|extern __shared__ __align__(128) unsigned char smem_raw\[\];|unsigned char* smem_raw = emu::smem();|' \
     -e 's|kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);|(void)stream; emu::launch(kernel, grid, kThreads, bytes, a);|' \

@@ -261,9 +261,9 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
     // Each variant's output is compared with v1's (a cross-check at the benchmark's shapes).
     const size_t out_elems = static_cast<size_t>(b.qs.back()) * kHeads * kDim;
     std::vector<float> v1_out;
-    for (PrefillKernel k :
-         {PrefillKernel::kV1, PrefillKernel::kV2, PrefillKernel::kV2x2, PrefillKernel::kV3,
-          PrefillKernel::kV3p, PrefillKernel::kV3pq, PrefillKernel::kV3n128}) {
+    for (PrefillKernel k : {PrefillKernel::kV1, PrefillKernel::kV2, PrefillKernel::kV2x2,
+                            PrefillKernel::kV3, PrefillKernel::kV3p, PrefillKernel::kV3pq,
+                            PrefillKernel::kV3n128, PrefillKernel::kV3pw, PrefillKernel::kV3pwpp}) {
       plan->kernel = k;
       FOLIO_ASSERT_OK(prefill_attention(p, *plan, nullptr));
       std::vector<float> got = download_bf16(out->data(), out_elems);

@@ -1,7 +1,7 @@
 // Causal paged prefill attention against the CPU reference, for each kernel variant (v1 wmma,
-// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 wgmma): mixed query lengths in one launch,
-// chunked prefill over a cached prefix, decode rows in the same batch, block sizes 1/8/16/32,
-// head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and odd head counts, contexts past 16k.
+// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 / v3pw / v3pwpp wgmma): mixed query lengths in one
+// launch, chunked prefill over a cached prefix, decode rows in the same batch, block sizes
+// 1/8/16/32, head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and odd head counts, contexts past 16k.
 #include "backend/cuda/prefill_attention.h"
 
 #include "attention_test_util.h"
@@ -67,6 +67,8 @@ constexpr auto kV3 = PrefillKernel::kV3;
 constexpr auto kV3p = PrefillKernel::kV3p;
 constexpr auto kV3pq = PrefillKernel::kV3pq;
 constexpr auto kV3n128 = PrefillKernel::kV3n128;
+constexpr auto kV3pw = PrefillKernel::kV3pw;
+constexpr auto kV3pwpp = PrefillKernel::kV3pwpp;
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrefillAttentionTest,
@@ -127,7 +129,24 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV3n128, DType::kFP16, 6, 2, 128, 3},
         PrefillCase{kV3n128, DType::kBF16, 8, 8, 128, 24},
         PrefillCase{kV3n128, DType::kBF16, 14, 2, 64, 24},
-        PrefillCase{kV3n128, DType::kBF16, 8, 2, 80, 16}),
+        PrefillCase{kV3n128, DType::kBF16, 8, 2, 80, 16},
+        // v3pw (producer warp + mbarrier ring at head_dim 128; 64 runs as v3, 80 as v2x2).
+        PrefillCase{kV3pw, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV3pw, DType::kFP16, 5, 5, 128, 1},
+        PrefillCase{kV3pw, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3pw, DType::kFP16, 16, 2, 128, 32},
+        PrefillCase{kV3pw, DType::kFP16, 6, 2, 128, 3},
+        PrefillCase{kV3pw, DType::kBF16, 8, 8, 128, 24},
+        PrefillCase{kV3pw, DType::kBF16, 14, 2, 64, 24},
+        PrefillCase{kV3pw, DType::kBF16, 8, 2, 80, 16},
+        // v3pwpp (v3pw with ping-pong turns of the two warpgroups).
+        PrefillCase{kV3pwpp, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV3pwpp, DType::kFP16, 5, 5, 128, 1},
+        PrefillCase{kV3pwpp, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3pwpp, DType::kFP16, 16, 2, 128, 32},
+        PrefillCase{kV3pwpp, DType::kFP16, 6, 2, 128, 3},
+        PrefillCase{kV3pwpp, DType::kBF16, 8, 8, 128, 24},
+        PrefillCase{kV3pwpp, DType::kBF16, 14, 2, 64, 24}),
     [](const auto& info) {
       const auto& c = info.param;
       return std::string(prefill_kernel_name(c.kernel)) + "_" + dtype_name(c.dt) + "_h" +
@@ -161,7 +180,8 @@ TEST_P(PrefillAttentionLongTest, TokenModePast16kFp16) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest,
-                         ::testing::Values(kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128),
+                         ::testing::Values(kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw,
+                                           kV3pwpp),
                          [](const auto& info) { return prefill_kernel_name(info.param); });
 
 TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {

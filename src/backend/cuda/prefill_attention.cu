@@ -1,6 +1,6 @@
 // Prefill attention: the plan, parameter checks and the choice of kernel variant (the kernels
-// are in prefill_attention_v1.cu, prefill_attention_v2.cu, prefill_attention_v3.cu and
-// prefill_attention_v3n128.cu).
+// are in prefill_attention_v1.cu, prefill_attention_v2.cu, prefill_attention_v3.cu,
+// prefill_attention_v3n128.cu, prefill_attention_v3pw.cu and prefill_attention_v3pwpp.cu).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -26,6 +26,10 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v3pq";
     case PrefillKernel::kV3n128:
       return "v3n128";
+    case PrefillKernel::kV3pw:
+      return "v3pw";
+    case PrefillKernel::kV3pwpp:
+      return "v3pwpp";
   }
   return "?";
 }
@@ -40,6 +44,8 @@ PrefillKernel default_prefill_kernel() {
     if (v == "v3p") return PrefillKernel::kV3p;
     if (v == "v3pq") return PrefillKernel::kV3pq;
     if (v == "v3n128") return PrefillKernel::kV3n128;
+    if (v == "v3pw") return PrefillKernel::kV3pw;
+    if (v == "v3pwpp") return PrefillKernel::kV3pwpp;
     if (v == "v2x2") return PrefillKernel::kV2x2;
     // v3 (wgmma) by default: on the H100 (2026-11-22) 210 / 308 TFLOP/s at 8x1024 / 1x8192
     // against v2x2's 166 / 239 (head dims other than 64 and 128 run as v2x2 inside v3's launch).
@@ -105,6 +111,10 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
       return prefill_detail::launch_v3(p, plan, prefill_detail::V3Variant::kPipelinedQRegs, stream);
     case PrefillKernel::kV3n128:
       return prefill_detail::launch_v3n128(p, plan, stream);
+    case PrefillKernel::kV3pw:
+      return prefill_detail::launch_v3pw(p, plan, stream);
+    case PrefillKernel::kV3pwpp:
+      return prefill_detail::launch_v3pwpp(p, plan, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

@@ -8,8 +8,8 @@
 // all of them; it walks the keys in tiles of 64 through shared memory, computes Q·K^T and P·V
 // on tensor cores (bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
 //
-// Kernels (PrefillKernel; the plan picks FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128,
-// default v3):
+// Kernels (PrefillKernel; the plan picks
+// FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp, default v3):
 //   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
 //         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
@@ -27,6 +27,11 @@
 //   v3n128: v3 with key tiles of 128 (S by wgmma m64n128k16: half the barriers and softmax
 //         passes per key) at head_dim 128; head_dim 64 runs as v3, others as v2x2. Not yet
 //         measured on a GPU.
+//   v3pw: v3n128 with a producer warp (cp.async gather into a 3-stage ring guarded by full /
+//         empty mbarriers) instead of a block barrier per tile, so the two consumer warpgroups
+//         no longer run in lockstep; head_dim 128 (others as v3n128). Not yet run on a GPU.
+//   v3pwpp: v3pw with FA3's ping-pong: the two warpgroups take turns issuing their GEMMs (named
+//         barriers), so one's softmax overlaps the other's GEMMs. Not yet run on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -37,12 +42,12 @@
 
 namespace folio::cuda {
 
-enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128 };
+enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp };
 
 const char* prefill_kernel_name(PrefillKernel k);
 
-// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq or v3n128; kV3 when unset or
-// unknown.
+// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw or v3pwpp; kV3
+// when unset or unknown.
 PrefillKernel default_prefill_kernel();
 
 struct PrefillPlan {

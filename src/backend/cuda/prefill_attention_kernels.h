@@ -28,4 +28,12 @@ Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, V3Varia
 // v3, the others as v2x2.
 Status launch_v3n128(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
 
+// v3pw: v3n128 with a producer warp filling a 3-stage K/V ring guarded by mbarriers (no block
+// barrier per tile) at head_dim 128; other head dims run as launch_v3n128 runs them.
+Status launch_v3pw(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
+// v3pwpp: v3pw with the two consumer warpgroups taking turns issuing their GEMMs (FA3's
+// ping-pong); other head dims as launch_v3n128.
+Status launch_v3pwpp(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
 }  // namespace folio::cuda::prefill_detail

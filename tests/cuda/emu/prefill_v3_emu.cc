@@ -11,12 +11,20 @@
 // or the second half of the diagonal tile (the half-tile path and the masked full tile) or
 // exactly on its key 64, chunks over a cached prefix, decode rows. v3n128 runs head_dim 64 as v3
 // (the D 64 cases check that fallback). Exits non-zero on any miss. Optional arguments: run only
-// case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128).
+// case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp).
+// v3pw and v3pwpp (producer warp, mbarriers; emu_async.h) run every case twice: cp.async
+// landing as late as the program allows (lazy), then at issue (eager) with warpgroup 0 made to
+// lag; both with the happens-before race check (emu_race.h). The others run under the policy
+// of FOLIO_EMU_CP_ASYNC (lazy by default: plain copies land at their cp.async.wait_group). The
+// last case has a block with one live warpgroup over 8 key tiles (the other one releases stages
+// it never computes, several times each).
 // clang-format off
 #include "simt_emu.h"  // first: the kernel sources' headers use its shims
 #include "prefill_attention_v2_emu.inc"
 #include "prefill_attention_v3_emu.inc"
 #include "prefill_attention_v3n128_emu.inc"
+#include "prefill_attention_v3pw_emu.inc"
+#include "prefill_attention_v3pwpp_emu.inc"
 #include "prefill_emu_case.h"
 // clang-format on
 
@@ -43,18 +51,30 @@ int main(int argc, char** argv) {
       {bf, 8, 2, 128, 16, 0, {{600, 200}, {260, 1}, {129, 129}, {191, 70}}},
       {fp, 4, 1, 128, 24, 0, {{513, 300}, {64, 64}, {200, 8}, {100, 99}}},
       {bf, 2, 2, 128, 1, 0, {{300, 96}, {127, 127}, {256, 2}}},
+      // One live warpgroup (rows <= 64) over 8 key tiles; and a full block over 7.
+      {bf, 8, 2, 128, 16, 0, {{1000, 9}, {900, 40}}},
   };
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
   const std::string only_variant = argc > 2 ? argv[2] : "";
-  // Variants 0..2: launch_v3's; 3: launch_v3n128.
-  const char* const names[] = {"v3", "v3p", "v3pq", "v3n128"};
-  for (int vi = 0; vi < 4; ++vi) {
+  // Variants 0..2: launch_v3's; 3: launch_v3n128; 4, 5: launch_v3pw, lazy / eager copies;
+  // 6, 7: launch_v3pwpp, lazy / eager.
+  const char* const names[] = {"v3", "v3p", "v3pq", "v3n128", "v3pw", "v3pw", "v3pwpp", "v3pwpp"};
+  const emu::CopyPolicy default_policy = emu::copy_policy;
+  for (int vi = 0; vi < 8; ++vi) {
     if (!only_variant.empty() && only_variant != names[vi]) continue;
+    emu::copy_policy = vi >= 4 && vi % 2 == 0 ? emu::CopyPolicy::kLazy
+                       : vi >= 4              ? emu::CopyPolicy::kEager
+                                              : default_policy;
+    emu::race_check = vi >= 4;
+    emu::lagging_group = vi >= 4 && vi % 2 == 1 ? 0 : -1;  // eager: warpgroup 0 lags
+    const char* const policy = emu::copy_policy == emu::CopyPolicy::kLazy ? "lazy" : "eager";
     const folio::cuda::emu_case::Launcher launch = [vi](const Case&, const auto& p,
                                                         const auto& plan) {
       using folio::cuda::prefill_detail::V3Variant;
       if (vi == 3) return folio::cuda::prefill_detail::launch_v3n128(p, plan, nullptr);
+      if (vi == 4 || vi == 5) return folio::cuda::prefill_detail::launch_v3pw(p, plan, nullptr);
+      if (vi >= 6) return folio::cuda::prefill_detail::launch_v3pwpp(p, plan, nullptr);
       const V3Variant v = vi == 0   ? V3Variant::kPlain
                           : vi == 1 ? V3Variant::kPipelined
                                     : V3Variant::kPipelinedQRegs;
@@ -73,8 +93,8 @@ int main(int argc, char** argv) {
       const double tol = c.dt == bf ? 1e-2 : 3e-3, row_tol = c.dt == bf ? 8e-3 : 2e-3;
       const bool ok = err < tol && row_err < row_tol;
       failures += !ok;
-      std::printf("%s %-6s case %zu %s h%d kv%d d%d bs%d: rel err %.3g, worst row %.3g\n",
-                  ok ? "ok  " : "FAIL", names[vi], i, c.dt == bf ? "bf16" : "fp16", c.heads,
+      std::printf("%s %-6s %-5s case %zu %s h%d kv%d d%d bs%d: rel err %.3g, worst row %.3g\n",
+                  ok ? "ok  " : "FAIL", names[vi], policy, i, c.dt == bf ? "bf16" : "fp16", c.heads,
                   c.kv_heads, c.head_dim, c.block_size, err, row_err);
       std::fflush(stdout);
     }

@@ -13,9 +13,11 @@
 
 #include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -29,6 +31,13 @@ struct Block {
   std::unique_ptr<std::barrier<>> bar;
   std::vector<std::unique_ptr<std::barrier<>>> warp_bar;
   uint64_t xch[32][32][8];  // [warp][lane][payload word]
+  // Asynchronous copies and mbarriers (emu_async.h): their state, created on first use, and the
+  // lock and wake-up they share with thread exit (an exited thread never arrives again, which
+  // the deadlock check counts on).
+  std::shared_ptr<void> async;
+  std::mutex mu;
+  std::condition_variable cv;
+  int threads = 0, exited = 0;
 };
 
 inline thread_local Block* cur = nullptr;
@@ -37,11 +46,28 @@ inline thread_local unsigned tid = 0;
 inline unsigned char* smem() {
   return cur->smem.data();
 }
+// __syncthreads; emu_async.h hooks in the race check's memory ordering (sync_hook_enter runs
+// before the barrier, sync_hook_leave after it, then a second barrier).
+inline void (*sync_hook_enter)() = nullptr;
+inline void (*sync_hook_leave)() = nullptr;
 inline void sync() {
+  if (sync_hook_enter != nullptr) sync_hook_enter();
   cur->bar->arrive_and_wait();
+  if (sync_hook_leave != nullptr) {
+    sync_hook_leave();
+    cur->bar->arrive_and_wait();
+  }
 }
 inline void warp_sync() {
   cur->warp_bar[tid / 32]->arrive_and_wait();
+}
+// __syncwarp: a warp barrier; emu_async.h hooks in the race check's memory ordering.
+inline void (*syncwarp_hook)() = nullptr;
+inline void syncwarp() {
+  if (syncwarp_hook != nullptr)
+    syncwarp_hook();
+  else
+    warp_sync();
 }
 inline uint64_t (&lane_slot(int lane))[8] {
   return cur->xch[tid / 32][lane];
@@ -55,6 +81,7 @@ inline int min(int a, int b) {
   return a < b ? a : b;
 }
 #define __syncthreads() emu::sync()
+#define __syncwarp() emu::syncwarp()
 
 inline float __shfl_xor_sync(unsigned, float v, int mask) {
   const int lane = emu::tid % 32;
@@ -69,6 +96,14 @@ inline float __shfl_xor_sync(unsigned, float v, int mask) {
   return r;
 }
 
+inline int __shfl_sync(unsigned, int v, int src_lane) {
+  const int lane = emu::tid % 32;
+  emu::warp_sync();
+  emu::lane_slot(lane)[0] = static_cast<uint32_t>(v);
+  emu::warp_sync();
+  return static_cast<int>(static_cast<uint32_t>(emu::lane_slot(src_lane % 32)[0]));
+}
+
 namespace emu {
 
 // kernel<<<grid, threads, smem_bytes>>>(args), one block at a time.
@@ -80,6 +115,7 @@ void launch(Kernel kernel, dim3 grid, int threads, size_t smem_bytes, const Args
         Block b;
         b.smem.assign(smem_bytes, 0xFF);
         b.bar = std::make_unique<std::barrier<>>(threads);
+        b.threads = threads;
         for (int w = 0; w < threads / 32; ++w)
           b.warp_bar.push_back(std::make_unique<std::barrier<>>(32));
         std::vector<std::thread> ts;
@@ -90,6 +126,11 @@ void launch(Kernel kernel, dim3 grid, int threads, size_t smem_bytes, const Args
             threadIdx = uint3{static_cast<unsigned>(t), 0, 0};
             blockIdx = uint3{x, y, z};
             kernel(args);
+            {
+              std::lock_guard<std::mutex> lk(b.mu);
+              ++b.exited;
+            }
+            b.cv.notify_all();
           });
         for (auto& t : ts) t.join();
       }

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "emu_async.h"
 #include "simt_emu.h"
 
 namespace folio::cuda {
@@ -85,15 +86,17 @@ inline uint32_t pack2(float lo, float hi) {
   return x | (static_cast<uint32_t>(y) << 16);
 }
 
+// cp.async as emu_async.h models it (landing time per FOLIO_EMU_CP_ASYNC).
 inline void cp_async_16(void* dst, const void* src, bool valid) {
-  if (valid)
-    std::memcpy(dst, src, 16);
-  else
-    std::memset(dst, 0, 16);
+  emu::cp_async_issue(dst, src, valid);
 }
-inline void cp_async_commit() {}
+inline void cp_async_commit() {
+  emu::cp_async_commit_group();
+}
 template <int N>
-inline void cp_async_wait() {}
+inline void cp_async_wait() {
+  emu::cp_async_wait_group(N);
+}
 inline float fast_exp2(float x) {
   return std::exp2(x);
 }

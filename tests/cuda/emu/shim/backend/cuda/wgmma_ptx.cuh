@@ -10,7 +10,11 @@
 // records itself; it runs, reading its accumulator and A registers and shared memory then, when a
 // wgmma.wait_group retires its commit group. So a kernel that reads an accumulator before the
 // wait, or writes accumulator / A registers or the tile before it, gets wrong results here.
-// Fences are no-ops (not checked).
+// Two checks besides (emu_async.h): a wgmma's shared-memory operands (the part this thread's
+// entries read) are hashed at issue and again when it runs, and a change in between fails: the
+// tile was overwritten while the wgmma was in flight (a stage released or refilled too early).
+// And a wgmma issued after an mbarrier wait on cp.async-filled data without fence.proxy.async in
+// between fails. Other fences are no-ops (not checked).
 #pragma once
 
 #include <cstdio>
@@ -19,6 +23,7 @@
 #include <functional>
 #include <vector>
 
+#include "emu_async.h"
 #include "simt_emu.h"
 
 namespace folio::cuda {
@@ -52,7 +57,9 @@ inline void wgmma_wait() {
     q.groups.pop_front();
   }
 }
-inline void fence_proxy_async_smem() {}
+inline void fence_proxy_async_smem() {
+  emu::unfenced_acquire = false;
+}
 template <int N>
 inline void wgmma_fence_operand(float (&)[N]) {}
 
@@ -96,6 +103,50 @@ inline uint32_t element_addr(uint64_t desc, int mn, int k, bool k_major) {
   return addr ^ (((addr >> 7) & 7) << 4);
 }
 
+// FNV-1a over the operand elements this thread's share of a wgmma reads: the warp's 16 rows of
+// A (when A is in shared memory) and B's columns of this thread's accumulator entries.
+// at_issue: also the race check's read-after-write test, else the record of the reads (emu_race.h).
+template <int N>
+inline uint64_t operand_hash(bool has_a, uint64_t desc_a, uint64_t desc_b, bool b_k_major,
+                             bool at_issue) {
+  uint64_t h = 1469598103934665603ull;
+  std::vector<uint32_t> addrs;
+  addrs.reserve(16 * 16 + N * 4);
+  auto mix = [&](uint32_t addr) {
+    if (addr + 2 > emu::cur->smem.size()) fail("operand address out of range");
+    uint16_t v;
+    std::memcpy(&v, emu::smem() + addr, 2);
+    h = (h ^ v) * 1099511628211ull;
+    addrs.push_back(addr);
+  };
+  if (has_a) {
+    const int w = (emu::tid / 32) % 4;
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 16; ++k) mix(element_addr(desc_a, 16 * w + r, k, true));
+  }
+  const int t = emu::tid % 4;
+  for (int j = 0; j < N / 8; ++j)
+    for (int e = 0; e < 2; ++e)
+      for (int k = 0; k < 16; ++k) mix(element_addr(desc_b, 8 * j + 2 * t + e, k, b_k_major));
+  if (emu::race_check) emu::wgmma_reads(addrs, at_issue);
+  return h;
+}
+
+// At issue: the fence check, and the operand hash to compare when the wgmma runs.
+template <int N>
+inline uint64_t on_issue(bool has_a, uint64_t desc_a, uint64_t desc_b, bool b_k_major) {
+  if (emu::unfenced_acquire)
+    fail("wgmma issued after an mbarrier wait on cp.async data without fence.proxy.async");
+  return operand_hash<N>(has_a, desc_a, desc_b, b_k_major, true);
+}
+template <int N>
+inline void on_run(uint64_t h, bool has_a, uint64_t desc_a, uint64_t desc_b, bool b_k_major) {
+  if (operand_hash<N>(has_a, desc_a, desc_b, b_k_major, false) != h)
+    fail(
+        "shared-memory operand changed between wgmma issue and its wait_group (a stage "
+        "released or refilled too early)");
+}
+
 template <typename T>
 inline float smem_elem(uint32_t addr) {
   if (addr % 2 != 0 || addr + 2 > emu::cur->smem.size()) fail("operand address out of range");
@@ -122,7 +173,9 @@ inline void accumulate(float (&d)[N / 2], const float (&A)[16][16], uint64_t des
 
 template <typename T>
 inline void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  emu_wgmma::pending.open.push_back([&d, desc_a, desc_b, scale_d] {
+  const uint64_t h = emu_wgmma::on_issue<64>(true, desc_a, desc_b, true);
+  emu_wgmma::pending.open.push_back([&d, desc_a, desc_b, scale_d, h] {
+    emu_wgmma::on_run<64>(h, true, desc_a, desc_b, true);
     const int w = (emu::tid / 32) % 4;
     float A[16][16];
     for (int r = 0; r < 16; ++r)
@@ -134,7 +187,9 @@ inline void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
 
 template <typename T>
 inline void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  emu_wgmma::pending.open.push_back([&d, desc_a, desc_b, scale_d] {
+  const uint64_t h = emu_wgmma::on_issue<128>(true, desc_a, desc_b, true);
+  emu_wgmma::pending.open.push_back([&d, desc_a, desc_b, scale_d, h] {
+    emu_wgmma::on_run<128>(h, true, desc_a, desc_b, true);
     const int w = (emu::tid / 32) % 4;
     float A[16][16];
     for (int r = 0; r < 16; ++r)
@@ -167,7 +222,9 @@ inline void emu_gather_a(float (&A)[16][16], const uint32_t (&a)[4]) {
 template <typename T, int N>
 inline void emu_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, bool b_k_major,
                          int scale_d) {
-  emu_wgmma::pending.open.push_back([&d, &a, desc_b, b_k_major, scale_d] {
+  const uint64_t h = emu_wgmma::on_issue<N>(false, 0, desc_b, b_k_major);
+  emu_wgmma::pending.open.push_back([&d, &a, desc_b, b_k_major, scale_d, h] {
+    emu_wgmma::on_run<N>(h, false, 0, desc_b, b_k_major);
     float A[16][16];
     emu_gather_a<T>(A, a);
     emu_wgmma::accumulate<T, N>(d, A, desc_b, b_k_major, scale_d);

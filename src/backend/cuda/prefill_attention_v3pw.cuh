@@ -1,0 +1,147 @@
+// Internal to prefill_attention_v3pw.cu and prefill_attention_v3pwpp.cu: the producer warp and
+// the K/V stage ring with its mbarriers, shared by the warp-specialised v3 kernels (the protocol
+// is described in prefill_attention_v3pw.cu).
+#pragma once
+
+#include "backend/cuda/mbarrier_ptx.cuh"
+#include "backend/cuda/prefill_attention_v3.cuh"
+
+namespace folio::cuda::prefill_detail::v3pw_ring {
+
+using v3k::Args;
+
+constexpr int D = 128;
+constexpr int BN = 128;                             // keys per tile
+constexpr int kStages = 3;                          // stage ring depth
+constexpr int kConsumerWarps = v3k::kThreads / 32;  // 8: arrivals that release a stage
+constexpr int kProducerWarp = kConsumerWarps;       // warp 8
+constexpr int kThreads = v3k::kThreads + 32;        // 288
+constexpr int kSlots = BN / 32;                     // keys of a tile per producer lane
+
+template <typename T>
+using Blk = v3k::Block<T, D, kStages, false, BN>;
+using Cfg = v3k::Cfg<D, kStages, false, BN>;
+
+// The ring's barriers, right after the V tiles (8-byte aligned: the tiles end on 1024).
+struct Barriers {
+  uint64_t full_k[kStages], full_v[kStages], empty_k[kStages], empty_v[kStages];
+};
+constexpr size_t kSmemBytes = Cfg::kBytes + sizeof(Barriers);
+
+template <typename T>
+__device__ __forceinline__ Barriers& barriers(const Blk<T>& b) {
+  return *reinterpret_cast<Barriers*>(b.q_s + Cfg::kBytes - 1024);
+}
+
+// Thread 0 initialises the ring's barriers; the caller then runs __syncthreads.
+__device__ __forceinline__ void init_barriers(Barriers& bar) {
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < kStages; ++s) {
+    mbarrier_init(&bar.full_k[s], 32);  // one cp.async-triggered arrival per producer lane
+    mbarrier_init(&bar.full_v[s], 32);
+    mbarrier_init(&bar.empty_k[s], kConsumerWarps);  // lane 0 of each consumer warp
+    mbarrier_init(&bar.empty_v[s], kConsumerWarps);
+  }
+}
+
+// ---- producer warp ---------------------------------------------------------------------------
+// Lane l copies 16-byte chunk l % 16 of rows 2 i + l / 16: a half-warp reads one 256-byte row
+// per instruction.
+
+// Q's 128 rows (rows past the end zero-filled).
+template <typename T>
+__device__ __forceinline__ void produce_q(const Blk<T>& b, int lane) {
+  const int half = lane / 16, c = (lane % 16) * 8;
+#pragma unroll 4
+  for (int i = 0; i < v3k::BM / 2; ++i) {
+    const int r = 2 * i + half, gr = b.r0 + r;
+    const bool ok = gr <= b.last_row;
+    const int64_t qrow =
+        ok ? static_cast<int64_t>(b.qs + gr / b.G) * b.a.num_heads + b.kvh * b.G + gr % b.G : 0;
+    cp_async_16(b.q_s + v3k::sw128_offset(r, c, v3k::BM), b.a.q + qrow * D + c, ok);
+  }
+}
+
+// Cache slots of keys t * BN + lane + 32 k (k < kSlots); -1 for keys >= kv_end. Slots are token
+// indices of the paged cache (physical block * block_size + offset): < 2^31, far beyond any
+// cache that fits device memory.
+template <typename T>
+__device__ __forceinline__ void tile_slots(const Blk<T>& b, int t, int lane, int (&slot)[kSlots]) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int j = t * BN + lane + 32 * k;
+    const int blk = b.a.block_shift >= 0 ? j >> b.a.block_shift : j / b.a.block_size;
+    slot[k] = j < b.kv_end ? b.table[blk] * b.a.block_size + (j - blk * b.a.block_size) : -1;
+  }
+}
+
+// One K or V tile of keys (slots from tile_slots) into `dst`, 128-byte swizzled; keys past
+// kv_end zero-filled (masked scores; a zero V row keeps 0 * V finite). Each row's slot comes
+// from the lane that looked it up.
+template <typename T>
+__device__ __forceinline__ void produce_tile(const Blk<T>& b, const T* cache, unsigned char* dst,
+                                             const int (&slot)[kSlots], int lane) {
+  const int half = lane / 16, c = (lane % 16) * 8;
+  const int64_t slot_stride = static_cast<int64_t>(b.a.num_kv_heads) * D;
+  const int64_t head_off = static_cast<int64_t>(b.kvh) * D + c;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const int s = __shfl_sync(0xffffffffu, slot[k], 2 * i + half);
+      const bool ok = s >= 0;
+      const int64_t off = ok ? s * slot_stride + head_off : 0;
+      cp_async_16(dst + v3k::sw128_offset(32 * k + 2 * i + half, c, BN), cache + off, ok);
+    }
+}
+
+// The producer warp's whole life: Q, then K(t) and V(t) for every key tile of the block.
+template <typename T>
+__device__ void produce(const Blk<T>& b, Barriers& bar) {
+  const int lane = threadIdx.x % 32;
+  produce_q(b, lane);  // completes with tile 0's K: an arrival covers all earlier copies
+  for (int t = 0; t < b.n_tiles; ++t) {
+    const int st = t % kStages;
+    const uint32_t prev_parity = ((t / kStages) + 1) & 1;  // of fill u - 1 = tile t - kStages
+    int slot[kSlots];
+    tile_slots(b, t, lane, slot);
+    if (t >= kStages) mbarrier_wait_parity(&bar.empty_k[st], prev_parity);
+    produce_tile(b, b.a.k_cache, b.k_tile(st), slot, lane);
+    cp_async_mbarrier_arrive_noinc(&bar.full_k[st]);
+    if (t >= kStages) mbarrier_wait_parity(&bar.empty_v[st], prev_parity);
+    produce_tile(b, b.a.v_cache, b.v_tile(st), slot, lane);
+    cp_async_mbarrier_arrive_noinc(&bar.full_v[st]);
+  }
+  // Let this thread's copies finish before it exits (the consumers wait for them anyway).
+  cp_async_commit();
+  cp_async_wait<0>();
+}
+
+// ---- consumer side ---------------------------------------------------------------------------
+
+// Releases a stage: every warp of the warpgroup is past the wgmma wait that retired its reads.
+__device__ __forceinline__ void release(uint64_t* bar) {
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) mbarrier_arrive(bar);
+}
+
+// Waits for a fill of the stage, then makes it visible to wgmma: the copies are generic-proxy
+// writes that this thread acquired through the barrier, wgmma reads through the async proxy,
+// and the producer never waits on its copies, so it cannot fence them itself.
+__device__ __forceinline__ void acquire(uint64_t* bar, uint32_t parity) {
+  mbarrier_wait_parity(bar, parity);
+  fence_proxy_async_smem();
+}
+
+// A tile this warpgroup does not compute (above its rows) but that the producer refills later
+// (t + kStages < n_tiles): release it in its turn. Waiting on the full barriers first keeps the
+// arrivals in the right phase: before the producer has refilled the stage, an arrival would count
+// toward the stage's previous phase and complete it without the other warpgroup's release.
+__device__ __forceinline__ void release_skipped(Barriers& bar, int st, uint32_t parity) {
+  mbarrier_wait_parity(&bar.full_k[st], parity);
+  release(&bar.empty_k[st]);
+  mbarrier_wait_parity(&bar.full_v[st], parity);
+  release(&bar.empty_v[st]);
+}
+
+}  // namespace folio::cuda::prefill_detail::v3pw_ring

@@ -1,0 +1,453 @@
+// Asynchronous copies (cp.async), mbarriers and named barriers (bar.sync / bar.arrive with an id)
+// on the SIMT emulator (simt_emu.h), modelled from
+// the PTX ISA so that a kernel which relies on an ordering the ISA does not promise gets wrong
+// results, an error or a reported deadlock instead of passing by luck.
+//
+// cp.async: a copy lands at a time the policy picks among the legal ones.
+//   kEager: at issue (the earliest), and a cp.async.mbarrier.arrive arrives at once. Catches a
+//     producer that overwrites a stage still being read (missing wait on "empty").
+//   kLazy (default): as late as the program allows. Plain copies land when cp.async.wait_group
+//     retires their group; the copies before a cp.async.mbarrier.arrive.noinc (all of the
+//     thread's pending ones, committed or not) form a bundle that lands, with its arrival, only
+//     when some thread waits on that barrier and needs the arrival to see its phase complete
+//     (bundles of one thread land in issue order). Catches a consumer that reads a stage without
+//     waiting on "full", or waits on the wrong parity.
+// FOLIO_EMU_CP_ASYNC=eager|lazy sets the policy; the prefill check runs the mbarrier kernels under
+// both.
+//
+// mbarrier (PTX ISA "mbarrier"): phase, pending count, expected count. init(n) sets phase 0 and
+// both counts to n; an arrival decrements pending (below zero: error) and at zero completes the
+// phase (phase + 1, pending = expected). try_wait.parity(p) is true iff the current phase's
+// parity is not p (the phase of parity p has completed). Use of an uninitialised barrier is an
+// error. Not emulated: expect-tx / complete-tx, cluster scope, arrive counts other than 1.
+//
+// Named barriers: per id, arrivals counted in threads; the count-th completes the barrier and
+// releases the threads in bar.sync (ids 1-15; a count that differs within one phase fails).
+//
+// Deadlock: a waiter that finds its phase incomplete sleeps; if every thread of the block has
+// exited or waits (on an mbarrier phase that is incomplete with no bundle left that could
+// complete it, or in bar.sync on a barrier that has not completed), the emulator prints the
+// waits and exits with status 3. A wait with no mbarrier
+// progress for 60 s (e.g. threads stuck in __syncthreads) is reported the same way.
+//
+// With race_check set, emu_race.h's happens-before detector checks every cp.async write and
+// wgmma read of shared memory against the mbarrier (and __syncwarp) synchronisation, whatever
+// the interleaving: a stage refilled before its release, or read before its fill, fails.
+//
+// Also checked: a thread that passed an mbarrier wait fed by cp.async arrivals must execute
+// fence.proxy.async before its next wgmma (wgmma reads through the async proxy; the protocol in
+// prefill_attention_v3pw.cu fences on the consumer side).
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "emu_race.h"
+#include "simt_emu.h"
+
+namespace emu {
+
+enum class CopyPolicy { kEager, kLazy };
+inline CopyPolicy copy_policy = [] {
+  const char* e = std::getenv("FOLIO_EMU_CP_ASYNC");
+  return e != nullptr && std::string(e) == "eager" ? CopyPolicy::kEager : CopyPolicy::kLazy;
+}();
+
+inline bool race_check = false;  // set by the test around the kernels it applies to
+// Schedule skew: after every passed mbarrier wait, the threads of this 128-thread group (-1:
+// none) hold back until every other thread waits or has exited (at most 2 s), so that the
+// others run as far ahead as the protocol lets them. A protocol that only works while the groups
+// stay in step (an arrival counted toward the wrong phase) then goes wrong, and the race check
+// sees it.
+inline int lagging_group = -1;
+
+[[noreturn]] inline void async_fail(const char* what) {
+  std::fprintf(stderr, "emulated cp.async / mbarrier (thread %u, block %u,%u,%u): %s\n", tid,
+               blockIdx.x, blockIdx.y, blockIdx.z, what);
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
+struct Copy {
+  void* dst;
+  const void* src;
+  bool valid;
+  int thread;      // issuer
+  uint32_t epoch;  // the issuer's own clock entry at issue (race check)
+};
+
+struct MBar {
+  uint32_t phase = 0;
+  int pending = 0, expected = 0;
+  bool fed_by_copies = false;  // has had cp.async-triggered arrivals
+  race::Clock acc, done[2];    // race check: current phase's clock, last completed per parity
+};
+
+// The copies a thread issued before a cp.async.mbarrier.arrive.noinc, and that arrival.
+struct Bundle {
+  uint64_t seq;
+  std::vector<Copy> copies;
+  uint32_t bar;
+  race::Clock clock;  // race check: the issuer's clock at the arrive instruction
+};
+
+struct AsyncState {
+  std::map<uint32_t, MBar> bars;            // by shared address
+  std::vector<std::deque<Bundle>> bundles;  // per thread, oldest first
+  uint64_t next_seq = 0, events = 0;
+  struct Named {  // a named block barrier (bar.sync / bar.arrive)
+    int arrived = 0, count = 0;
+    uint64_t generation = 0;
+  };
+  std::map<int, Named> named;  // by id
+  struct Wait {
+    bool on = false, named = false;  // named: in bar.sync on id `bar` until generation moves
+    uint32_t bar = 0, parity = 0;
+    uint64_t generation = 0;
+  };
+  std::vector<Wait> waits;            // per thread
+  std::unique_ptr<race::State> race;  // when race_check
+};
+
+// This thread's copies not yet landed or bundled (kLazy): uncommitted, then committed groups.
+inline thread_local std::vector<Copy> open_copies;
+inline thread_local std::deque<std::vector<Copy>> copy_groups;
+// Set by a passed wait on a barrier fed by cp.async, cleared by fence.proxy.async.
+inline thread_local bool unfenced_acquire = false;
+
+// Callers hold cur->mu.
+inline AsyncState& async_state() {
+  if (!cur->async) {
+    auto s = std::make_shared<AsyncState>();
+    s->bundles.resize(cur->threads);
+    s->waits.resize(cur->threads);
+    if (race_check) s->race = std::make_unique<race::State>(cur->threads, cur->smem.size());
+    cur->async = s;
+  }
+  return *static_cast<AsyncState*>(cur->async.get());
+}
+
+inline uint32_t smem_offset(const void* p) {
+  return static_cast<uint32_t>(static_cast<const unsigned char*>(p) - smem());
+}
+
+inline void land_locked(AsyncState& s, const Copy& c) {
+  if (c.valid)
+    std::memcpy(c.dst, c.src, 16);
+  else
+    std::memset(c.dst, 0, 16);
+  if (s.race) race::copy_land(*s.race, smem_offset(c.dst), c.thread, c.epoch);
+}
+
+inline MBar& mbar_locked(AsyncState& s, uint32_t addr) {
+  auto it = s.bars.find(addr);
+  if (it == s.bars.end()) async_fail("mbarrier operation on an uninitialised mbarrier");
+  return it->second;
+}
+
+// One arrival; `clock`: the releasing thread's published clock (race check).
+inline void arrive_locked(AsyncState& s, uint32_t addr, const race::Clock* clock) {
+  MBar& b = mbar_locked(s, addr);
+  if (b.pending <= 0) async_fail("mbarrier arrival below a pending count of zero");
+  if (clock != nullptr) race::join(b.acc, *clock);
+  if (--b.pending == 0) {
+    b.done[b.phase & 1u] = std::move(b.acc);
+    b.acc.clear();
+    ++b.phase;
+    b.pending = b.expected;
+  }
+  ++s.events;
+  cur->cv.notify_all();
+}
+
+inline bool phase_done(const MBar& b, uint32_t parity) {
+  return (b.phase & 1u) != (parity & 1u);
+}
+
+// Lands thread t's bundles up to and including the one of sequence number `seq`.
+inline void land_bundles_locked(AsyncState& s, size_t t, uint64_t seq) {
+  auto& q = s.bundles[t];
+  while (!q.empty() && q.front().seq <= seq) {
+    for (const Copy& c : q.front().copies) land_locked(s, c);
+    const uint32_t bar = q.front().bar;
+    const race::Clock clock = std::move(q.front().clock);
+    q.pop_front();
+    s.bars[bar].fed_by_copies = true;
+    arrive_locked(s, bar, s.race ? &clock : nullptr);
+  }
+}
+
+// The oldest bundle (over all threads) arriving on `addr`: {thread, seq}, or thread -1.
+inline std::pair<int, uint64_t> oldest_bundle_locked(const AsyncState& s, uint32_t addr) {
+  std::pair<int, uint64_t> best{-1, 0};
+  for (size_t t = 0; t < s.bundles.size(); ++t)
+    for (const Bundle& b : s.bundles[t])
+      if (b.bar == addr) {
+        if (best.first < 0 || b.seq < best.second) best = {static_cast<int>(t), b.seq};
+        break;
+      }
+  return best;
+}
+
+// ---- cp.async ----
+
+inline void cp_async_issue(void* dst, const void* src, bool valid) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  Copy c{dst, src, valid, static_cast<int>(tid), 0};
+  if (s.race) c.epoch = race::copy_issue(*s.race, tid, smem_offset(dst));
+  if (copy_policy == CopyPolicy::kEager)
+    land_locked(s, c);
+  else
+    open_copies.push_back(c);
+}
+
+inline void cp_async_commit_group() {
+  copy_groups.push_back(std::move(open_copies));
+  open_copies.clear();
+}
+
+// wait_group n: every bundle of this thread is older than its remaining groups, so they land
+// first; then the groups but the n most recent.
+inline void cp_async_wait_group(size_t n) {
+  if (copy_policy == CopyPolicy::kEager) return;
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (!s.bundles[tid].empty()) land_bundles_locked(s, tid, s.bundles[tid].back().seq);
+  while (copy_groups.size() > n) {
+    for (const Copy& c : copy_groups.front()) land_locked(s, c);
+    copy_groups.pop_front();
+  }
+}
+
+// ---- mbarrier ----
+
+inline void mbarrier_init(uint32_t addr, uint32_t count) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (count == 0) async_fail("mbarrier.init with count 0");
+  s.bars[addr] = MBar{0, static_cast<int>(count), static_cast<int>(count), false, {}, {}};
+  std::memset(smem() + addr, 0, 8);  // the object's bytes, as the hardware's init writes them
+}
+
+inline void mbarrier_arrive(uint32_t addr) {
+  bool woke = false;
+  {
+    std::lock_guard<std::mutex> lk(cur->mu);
+    AsyncState& s = async_state();
+    const uint32_t phase = mbar_locked(s, addr).phase;
+    if (s.race) {
+      const race::Clock clock = race::release(*s.race, tid);
+      arrive_locked(s, addr, &clock);
+    } else {
+      arrive_locked(s, addr, nullptr);
+    }
+    if (s.bars[addr].phase != phase)
+      for (const auto& w : s.waits) woke = woke || (w.on && w.bar == addr);
+  }
+  // kEager: let the threads this arrival woke run first (a producer refilling the released
+  // stage), so that a consumer that released its stage before its wgmma retired has the
+  // operands overwritten under it (the wgmma emulation compares them at issue and at retire).
+  if (woke && copy_policy == CopyPolicy::kEager)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+inline void cp_async_mbarrier_arrive_noinc(uint32_t addr) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  mbar_locked(s, addr);  // initialised?
+  race::Clock clock;
+  if (s.race) clock = race::release(*s.race, tid);
+  if (copy_policy == CopyPolicy::kEager) {  // every earlier copy has landed already
+    s.bars[addr].fed_by_copies = true;
+    arrive_locked(s, addr, s.race ? &clock : nullptr);
+    return;
+  }
+  Bundle b{s.next_seq++, {}, addr, std::move(clock)};
+  for (auto& g : copy_groups) b.copies.insert(b.copies.end(), g.begin(), g.end());
+  b.copies.insert(b.copies.end(), open_copies.begin(), open_copies.end());
+  copy_groups.clear();
+  open_copies.clear();
+  s.bundles[tid].push_back(std::move(b));
+}
+
+// Every thread has exited or waits on a phase that nothing pending can complete.
+inline bool deadlocked_locked(const AsyncState& s) {
+  int stuck = cur->exited;
+  for (size_t t = 0; t < s.waits.size(); ++t) {
+    const auto& w = s.waits[t];
+    if (!w.on) continue;
+    if (w.named) {
+      if (s.named.at(static_cast<int>(w.bar)).generation != w.generation) return false;
+    } else {
+      const auto it = s.bars.find(w.bar);
+      if (phase_done(it->second, w.parity) || oldest_bundle_locked(s, w.bar).first >= 0)
+        return false;
+    }
+    ++stuck;
+  }
+  return stuck == cur->threads;
+}
+
+[[noreturn]] inline void report_deadlock_locked(const AsyncState& s, const char* what) {
+  std::fprintf(stderr, "emulated mbarrier: %s in block %u,%u,%u; waiting threads:\n", what,
+               blockIdx.x, blockIdx.y, blockIdx.z);
+  for (size_t t = 0; t < s.waits.size(); ++t) {
+    const auto& w = s.waits[t];
+    if (!w.on) continue;
+    if (w.named) {
+      const auto& n = s.named.at(static_cast<int>(w.bar));
+      std::fprintf(stderr, "  thread %zu: bar.sync %u (%d of %d arrived)\n", t, w.bar, n.arrived,
+                   n.count);
+      continue;
+    }
+    const MBar& b = s.bars.at(w.bar);
+    std::fprintf(stderr, "  thread %zu: barrier @%u parity %u (phase %u, pending %d/%d)\n", t,
+                 w.bar, w.parity, b.phase, b.pending, b.expected);
+  }
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
+// mbarrier.try_wait.parity: may suspend before returning false, as the hardware may.
+inline bool mbarrier_try_wait_parity(uint32_t addr, uint32_t parity) {
+  std::unique_lock<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  mbar_locked(s, addr);
+  auto done = [&] {
+    const MBar& b = s.bars[addr];
+    if (phase_done(b, parity)) return true;
+    if (copy_policy == CopyPolicy::kLazy) {  // land just the arrivals this phase needs
+      while (!phase_done(s.bars[addr], parity)) {
+        const auto [t, seq] = oldest_bundle_locked(s, addr);
+        if (t < 0) break;
+        land_bundles_locked(s, t, seq);
+      }
+    }
+    return phase_done(s.bars[addr], parity);
+  };
+  auto acquired = [&] {
+    if (s.bars[addr].fed_by_copies) unfenced_acquire = true;
+    if (s.race) race::acquire(*s.race, tid, s.bars[addr].done[parity & 1u]);
+    if (static_cast<int>(tid / 128) == lagging_group) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (std::chrono::steady_clock::now() < until) {
+        int idle = cur->exited;
+        for (size_t t = 0; t < s.waits.size(); ++t)
+          idle += static_cast<int>(t / 128) != lagging_group && s.waits[t].on;
+        if (idle >= cur->threads - 128) break;
+        cur->cv.wait_for(lk, std::chrono::milliseconds(5));  // rarely: the lock is shared
+      }
+    }
+    return true;
+  };
+  if (done()) return acquired();
+  s.waits[tid] = {true, false, addr, parity, 0};
+  auto start = std::chrono::steady_clock::now();
+  uint64_t seen = s.events;
+  while (!done()) {
+    if (deadlocked_locked(s)) report_deadlock_locked(s, "deadlock");
+    cur->cv.wait_for(lk, std::chrono::milliseconds(200));
+    if (s.events != seen) {
+      seen = s.events;
+      start = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      report_deadlock_locked(s, "no mbarrier progress for 60 s");
+    }
+  }
+  s.waits[tid].on = false;
+  return acquired();
+}
+
+// ---- named barriers ----
+
+// bar.sync (wait) / bar.arrive on barrier `id` with `count` threads: the count-th arrival
+// completes the barrier and releases the threads in bar.sync on it. Barrier 0 is
+// __syncthreads' (simt_emu.h) and is not emulated here.
+inline void named_barrier(int id, int count, bool wait) {
+  std::unique_lock<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (id <= 0 || id >= 16 || count <= 0 || count % 32 != 0 || count > cur->threads)
+    async_fail("named barrier: bad id or thread count");
+  auto& n = s.named[id];
+  if (n.arrived == 0)
+    n.count = count;
+  else if (n.count != count)
+    async_fail("named barrier: arrivals with different thread counts");
+  const uint64_t gen = n.generation;
+  if (++n.arrived == count) {
+    n.arrived = 0;
+    ++n.generation;
+    ++s.events;
+    cur->cv.notify_all();
+  }
+  if (!wait) return;
+  s.waits[tid] = {true, true, static_cast<uint32_t>(id), 0, gen};
+  auto start = std::chrono::steady_clock::now();
+  uint64_t seen = s.events;
+  while (s.named[id].generation == gen) {
+    if (deadlocked_locked(s)) report_deadlock_locked(s, "deadlock");
+    cur->cv.wait_for(lk, std::chrono::milliseconds(200));
+    if (s.events != seen) {
+      seen = s.events;
+      start = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      report_deadlock_locked(s, "no barrier progress for 60 s");
+    }
+  }
+  s.waits[tid].on = false;
+}
+
+// ---- race-check hooks (emu_race.h) ----
+
+// __syncwarp: a warp barrier that also orders the lanes' memory accesses.
+inline void syncwarp_with_clocks() {
+  {
+    std::lock_guard<std::mutex> lk(cur->mu);
+    AsyncState& s = async_state();
+    if (s.race) race::syncwarp_arrive(*s.race, tid);
+  }
+  warp_sync();
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (s.race) race::syncwarp_leave(*s.race, tid);
+}
+// __syncthreads: every thread releases into the block's clock, then acquires it.
+inline void syncthreads_enter() {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (s.race) race::syncthreads_arrive(*s.race, tid);
+}
+inline void syncthreads_leave() {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (s.race) race::syncthreads_leave(*s.race, tid);
+}
+inline const bool sync_hooks_set = [] {
+  syncwarp_hook = &syncwarp_with_clocks;
+  sync_hook_enter = &syncthreads_enter;
+  sync_hook_leave = &syncthreads_leave;
+  return true;
+}();
+
+// A wgmma's shared-memory reads by this thread: checked at issue, recorded when it runs.
+template <typename Addrs>
+inline void wgmma_reads(const Addrs& addrs, bool at_issue) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (!s.race) return;
+  for (uint32_t a : addrs) {
+    if (at_issue)
+      race::read_issue(*s.race, tid, a);
+    else
+      race::read_run(*s.race, tid, a);
+  }
+}
+
+}  // namespace emu
