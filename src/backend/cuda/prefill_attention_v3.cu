@@ -39,7 +39,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
 #include "backend/cuda/prefill_attention_v3.cuh"
-#include "backend/cuda/smem_opt_in.h"
+#include "backend/cuda/prefill_attention_v3_launch.cuh"
 
 namespace folio::cuda::prefill_detail {
 namespace v3k {
@@ -188,10 +188,7 @@ Status launch(const Args<T>& a, int num_seqs, void* stream) {
   constexpr int kStages = kVariant == 0 ? kStagesV3 : kStagesV3p;
   constexpr size_t bytes = Cfg<D, kStages, kVariant == 2>::kBytes;
   static_assert(bytes <= 227 * 1024, "shared memory per block");
-  FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
-  const dim3 grid(a.row_tiles, num_seqs, a.num_kv_heads);
-  kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);
-  return launch_status("prefill_v3_kernel");
+  return launch_grid<T>(kernel, a, num_seqs, kThreads, bytes, stream, "prefill_v3_kernel");
 }
 
 template <typename T, int kVariant>
@@ -206,12 +203,7 @@ Status launch_d(const Args<T>& a, int num_seqs, void* stream) {
 Status launch_v3(const PagedAttentionParams& p, const PrefillPlan& plan, V3Variant variant,
                  void* stream) {
   if (p.head_dim != 64 && p.head_dim != 128) return launch_v2(p, plan, 32, stream);
-  const int64_t row_tiles = (plan.max_rows + v3k::BM - 1) / v3k::BM;
-  if (row_tiles == 0) return Status();
-  if (row_tiles > 0x7fffffff) return invalid_argument("prefill_attention: too many rows");
-  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
-    v3k::Args<T> a{};
-    a.set(p, static_cast<int>(row_tiles));
+  return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) -> Status {
     switch (variant) {
       case V3Variant::kPlain:
         return v3k::launch_d<T, 0>(a, p.num_seqs, stream);

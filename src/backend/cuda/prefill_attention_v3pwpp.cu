@@ -35,7 +35,7 @@
 #include "backend/cuda/named_barrier_ptx.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
 #include "backend/cuda/prefill_attention_v3pw.cuh"
-#include "backend/cuda/smem_opt_in.h"
+#include "backend/cuda/prefill_attention_v3_launch.cuh"
 
 namespace folio::cuda::prefill_detail {
 namespace v3pwpp {
@@ -160,10 +160,7 @@ Status launch(const Args<T>& a, int num_seqs, void* stream) {
   auto kernel = prefill_v3pwpp_kernel<T>;
   constexpr size_t bytes = v3pw_ring::kSmemBytes;
   static_assert(bytes <= 227 * 1024, "shared memory per block");
-  FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
-  const dim3 grid(a.row_tiles, num_seqs, a.num_kv_heads);
-  kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);
-  return launch_status("prefill_v3pwpp_kernel");
+  return v3k::launch_grid<T>(kernel, a, num_seqs, kThreads, bytes, stream, "prefill_v3pwpp_kernel");
 }
 
 }  // namespace
@@ -171,12 +168,7 @@ Status launch(const Args<T>& a, int num_seqs, void* stream) {
 
 Status launch_v3pwpp(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream) {
   if (p.head_dim != 128) return launch_v3n128(p, plan, stream);
-  const int64_t row_tiles = (plan.max_rows + v3k::BM - 1) / v3k::BM;
-  if (row_tiles == 0) return Status();
-  if (row_tiles > 0x7fffffff) return invalid_argument("prefill_attention: too many rows");
-  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
-    v3k::Args<T> a{};
-    a.set(p, static_cast<int>(row_tiles));
+  return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
     return v3pwpp::launch<T>(a, p.num_seqs, stream);
   });
 }
