@@ -14,36 +14,14 @@
 #include "cuda_test_util.h"
 #include "engine/device_sampling_plan.h"
 #include "sample/sampler.h"
+#include "sample_rows_test_util.h"
 
 namespace folio::cuda {
 namespace {
 
+using testing::expect_logprob_near;
+using testing::make_logits_row;
 using testing::upload_raw;
-
-std::vector<float> make_row(int vocab, int kind, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, kind == 1 ? 1.f : 3.f);
-  std::vector<float> row(static_cast<size_t>(vocab));
-  for (float& x : row) x = nd(rng);
-  if (kind == 2)
-    for (float& x : row) x = std::round(x * 2.f) / 2.f;  // many exact ties
-  if (kind == 3) {
-    row[static_cast<size_t>(rng() % vocab)] = std::numeric_limits<float>::quiet_NaN();
-    row[static_cast<size_t>(rng() % vocab)] = -std::numeric_limits<float>::infinity();
-  }
-  if (kind == 4) {  // the maximum tied at both ends of the row: the lower id must win
-    row.front() = 50.f;
-    row.back() = 50.f;
-  }
-  return row;
-}
-
-void expect_logprob_near(float a, float b, const std::string& what) {
-  if (std::isnan(b)) {
-    EXPECT_TRUE(std::isnan(a)) << what;
-    return;
-  }
-  EXPECT_NEAR(a, b, 1e-5f * std::max(1.f, std::fabs(b))) << what;
-}
 
 void run_split(int vocab, int R, DeviceBuffer* shared_scratch = nullptr) {
   FOLIO_REQUIRE_GPU();
@@ -54,7 +32,7 @@ void run_split(int vocab, int R, DeviceBuffer* shared_scratch = nullptr) {
   for (int r = 0; r < R; ++r) {
     params[static_cast<size_t>(r)].temperature = temps[r % 4];
     if (r % 3 == 0) params[static_cast<size_t>(r)].seed = 77 + r;
-    const auto row = make_row(vocab, r % 5, rng);
+    const auto row = make_logits_row(vocab, r % 5, rng);
     logits.insert(logits.end(), row.begin(), row.end());
   }
   const std::vector<int32_t> eos = {2};

@@ -13,10 +13,13 @@
 #include "cuda_test_util.h"
 #include "engine/device_sampling_plan.h"
 #include "sample/sampler.h"
+#include "sample_rows_test_util.h"
 
 namespace folio::cuda {
 namespace {
 
+using testing::expect_logprob_near;
+using testing::make_logits_row;
 using testing::upload_raw;
 
 struct Case {
@@ -24,20 +27,6 @@ struct Case {
   std::vector<int32_t> prompt, output;
   uint32_t seq_index = 0;
 };
-
-// Logits with structure: peaked normals, quantised rows (exact ties), NaN and -inf entries.
-std::vector<float> make_row(int vocab, int kind, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, kind == 1 ? 1.f : 3.f);
-  std::vector<float> row(static_cast<size_t>(vocab));
-  for (float& x : row) x = nd(rng);
-  if (kind == 2)
-    for (float& x : row) x = std::round(x * 2.f) / 2.f;  // many exact ties
-  if (kind == 3) {
-    row[static_cast<size_t>(rng() % vocab)] = std::numeric_limits<float>::quiet_NaN();
-    row[static_cast<size_t>(rng() % vocab)] = -std::numeric_limits<float>::infinity();
-  }
-  return row;
-}
 
 std::vector<Case> make_cases(int vocab, std::mt19937& rng) {
   std::vector<Case> cases;
@@ -75,16 +64,6 @@ std::vector<Case> make_cases(int vocab, std::mt19937& rng) {
   return cases;
 }
 
-// |a - b| within 1e-5 relative (absolute below 1); NaN only matches NaN (rows holding a NaN
-// have a NaN log-sum-exp on both sides, as in sample/logprobs.cc).
-void expect_logprob_near(float a, float b, const std::string& what) {
-  if (std::isnan(b)) {
-    EXPECT_TRUE(std::isnan(a)) << what;
-    return;
-  }
-  EXPECT_NEAR(a, b, 1e-5f * std::max(1.f, std::fabs(b))) << what;
-}
-
 void run_against_host(int vocab) {
   FOLIO_REQUIRE_GPU();
   std::mt19937 rng(vocab);
@@ -92,7 +71,7 @@ void run_against_host(int vocab) {
   const int R = static_cast<int>(cases.size());
   std::vector<float> logits;
   for (int r = 0; r < R; ++r) {
-    const auto row = make_row(vocab, r % 4, rng);
+    const auto row = make_logits_row(vocab, r % 4, rng);
     logits.insert(logits.end(), row.begin(), row.end());
   }
   const std::vector<int32_t> eos = {2};
