@@ -59,6 +59,25 @@ struct AttentionProblem {
 
   float scale() const { return 1.f / std::sqrt(static_cast<float>(head_dim)); }
 
+  // Fills the slots past each sequence's end in its last block with NaN, in the host caches and
+  // on the device: no key past the end may reach the output, not even as 0 * NaN. (A pool's free
+  // slots hold whatever an earlier request left there.)
+  void poison_slots_past_end() {
+    const size_t slot_elems = static_cast<size_t>(num_kv_heads) * head_dim;
+    for (size_t s = 0; s < context_lens.size(); ++s) {
+      const int blocks = block_table_start[s + 1] - block_table_start[s];
+      for (int j = context_lens[s]; j < blocks * block_size; ++j) {
+        const size_t slot =
+            static_cast<size_t>(block_table[block_table_start[s] + j / block_size]) * block_size +
+            j % block_size;
+        std::fill_n(k_cache.begin() + slot * slot_elems, slot_elems, NAN);
+        std::fill_n(v_cache.begin() + slot * slot_elems, slot_elems, NAN);
+      }
+    }
+    dk = DevTensor::upload(dt, k_cache);
+    dv = DevTensor::upload(dt, v_cache);
+  }
+
   cpu::PagedAttentionArgs cpu_args() const {
     cpu::PagedAttentionArgs a;
     a.num_seqs = static_cast<int>(context_lens.size());

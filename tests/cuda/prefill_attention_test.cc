@@ -1,7 +1,8 @@
 // Causal paged prefill attention against the CPU reference, for each kernel variant (v1 wmma,
-// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 / v3pw / v3pwpp wgmma): mixed query lengths in one
-// launch, chunked prefill over a cached prefix, decode rows in the same batch, block sizes
-// 1/8/16/32, head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and odd head counts, contexts past 16k.
+// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 / v3pw / v3pwpp / v3tma wgmma): mixed query
+// lengths in one launch, chunked prefill over a cached prefix, decode rows in the same batch,
+// block sizes 1..128, head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and odd head counts,
+// contexts past 16k, NaN in the pool's slots past a sequence's end.
 #include "backend/cuda/prefill_attention.h"
 
 #include "attention_test_util.h"
@@ -34,10 +35,11 @@ class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
  protected:
   void SetUp() override { FOLIO_REQUIRE_GPU(); }
 
-  void run(const std::vector<SeqSpec>& seqs) {
+  void run(const std::vector<SeqSpec>& seqs, bool poison_past_end = false) {
     const PrefillCase& c = GetParam();
     std::mt19937 rng(11 + c.heads * 17 + c.block_size + c.head_dim);
     AttentionProblem prob(c.dt, c.heads, c.kv_heads, c.head_dim, c.block_size, seqs, rng);
+    if (poison_past_end) prob.poison_slots_past_end();
     EXPECT_LT(run_problem(c.kernel, prob), testing::attention_tol(c.dt));
   }
 };
@@ -60,6 +62,11 @@ TEST_P(PrefillAttentionTest, TileEdges) {
   run({{63, 63}, {64, 64}, {128, 127}, {129, 129}, {191, 64}, {192, 1}, {257, 130}});
 }
 
+TEST_P(PrefillAttentionTest, NaNInSlotsPastTheEndStaysOut) {
+  // Ends inside a block (the last key tile's partial page) and a chunk over a cached prefix.
+  run({{37, 37}, {300, 100}, {17, 16}, {129, 129}, {70, 65}}, /*poison_past_end=*/true);
+}
+
 constexpr auto kV1 = PrefillKernel::kV1;
 constexpr auto kV2 = PrefillKernel::kV2;
 constexpr auto kV2x2 = PrefillKernel::kV2x2;
@@ -69,6 +76,7 @@ constexpr auto kV3pq = PrefillKernel::kV3pq;
 constexpr auto kV3n128 = PrefillKernel::kV3n128;
 constexpr auto kV3pw = PrefillKernel::kV3pw;
 constexpr auto kV3pwpp = PrefillKernel::kV3pwpp;
+constexpr auto kV3tma = PrefillKernel::kV3tma;
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrefillAttentionTest,
@@ -146,7 +154,18 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV3pwpp, DType::kFP16, 16, 2, 128, 32},
         PrefillCase{kV3pwpp, DType::kFP16, 6, 2, 128, 3},
         PrefillCase{kV3pwpp, DType::kBF16, 8, 8, 128, 24},
-        PrefillCase{kV3pwpp, DType::kBF16, 14, 2, 64, 24}),
+        PrefillCase{kV3pwpp, DType::kBF16, 14, 2, 64, 24},
+        // v3tma (TMA-filled ring at head_dim 128, power-of-two blocks 8..128; block sizes 1, 3
+        // and 24 and head_dim 64 run as v3).
+        PrefillCase{kV3tma, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV3tma, DType::kFP16, 5, 5, 128, 1},
+        PrefillCase{kV3tma, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3tma, DType::kFP16, 16, 2, 128, 32},
+        PrefillCase{kV3tma, DType::kBF16, 8, 2, 128, 64},
+        PrefillCase{kV3tma, DType::kFP16, 6, 2, 128, 128},
+        PrefillCase{kV3tma, DType::kFP16, 6, 2, 128, 3},
+        PrefillCase{kV3tma, DType::kBF16, 8, 8, 128, 24},
+        PrefillCase{kV3tma, DType::kBF16, 14, 2, 64, 16}),
     [](const auto& info) {
       const auto& c = info.param;
       return std::string(prefill_kernel_name(c.kernel)) + "_" + dtype_name(c.dt) + "_h" +
@@ -181,7 +200,7 @@ TEST_P(PrefillAttentionLongTest, TokenModePast16kFp16) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest,
                          ::testing::Values(kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw,
-                                           kV3pwpp),
+                                           kV3pwpp, kV3tma),
                          [](const auto& info) { return prefill_kernel_name(info.param); });
 
 TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {

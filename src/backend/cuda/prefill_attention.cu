@@ -1,6 +1,6 @@
 // Prefill attention: the plan, parameter checks and the choice of kernel variant (the kernels
 // are in prefill_attention_v1.cu, prefill_attention_v2.cu, prefill_attention_v3.cu,
-// prefill_attention_v3n128.cu, prefill_attention_v3pw.cu and prefill_attention_v3pwpp.cu).
+// prefill_attention_v3n128.cu, prefill_attention_v3pw.cu, prefill_attention_v3pwpp.cu and prefill_attention_v3tma.cu).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -30,6 +30,8 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v3pw";
     case PrefillKernel::kV3pwpp:
       return "v3pwpp";
+    case PrefillKernel::kV3tma:
+      return "v3tma";
   }
   return "?";
 }
@@ -46,10 +48,13 @@ PrefillKernel default_prefill_kernel() {
     if (v == "v3n128") return PrefillKernel::kV3n128;
     if (v == "v3pw") return PrefillKernel::kV3pw;
     if (v == "v3pwpp") return PrefillKernel::kV3pwpp;
+    if (v == "v3tma") return PrefillKernel::kV3tma;
     if (v == "v2x2") return PrefillKernel::kV2x2;
-    // v3 (wgmma) by default: on the H100 (2026-11-22) 210 / 308 TFLOP/s at 8x1024 / 1x8192
-    // against v2x2's 166 / 239 (head dims other than 64 and 128 run as v2x2 inside v3's launch).
-    return PrefillKernel::kV3;
+    // v3tma by default: on the H100 (2026-11-25) 299 / 497 TFLOP/s at 8x1024 / 1x8192 one
+    // block per item, against v3's 210 / 307. Where its ring does not fit (head_dim other than
+    // 128, block sizes not a power of two in 8..128) it runs v3, and v3 runs v2x2 for head dims
+    // other than 64 and 128.
+    return PrefillKernel::kV3tma;
   }();
   return k;
 }
@@ -115,6 +120,8 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
       return prefill_detail::launch_v3pw(p, plan, stream);
     case PrefillKernel::kV3pwpp:
       return prefill_detail::launch_v3pwpp(p, plan, stream);
+    case PrefillKernel::kV3tma:
+      return prefill_detail::launch_v3tma(p, plan, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

@@ -9,7 +9,7 @@
 // on tensor cores (bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
 //
 // Kernels (PrefillKernel; the plan picks
-// FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp, default v3):
+// FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp|v3tma, default v3tma):
 //   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
 //         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
@@ -19,19 +19,24 @@
 //         larger head_dim runs as v2.
 //   v3:   Hopper wgmma (sm_90a): 2 warpgroups x 64 rows, S and O as wgmma accumulators, P as
 //         the register A operand, 128-byte-swizzled Q/K/V tiles in shared memory, cp.async
-//         double-buffered K/V; head_dim 64 and 128 (others run as v2x2). The default: correct
-//         on the H100 (every prefill test) and the fastest there (2026-11-22: 210 TFLOP/s at
-//         8x1024, 308 at 1x8192; v2x2 166 / 239; v3p and v3pq in between).
+//         double-buffered K/V; head_dim 64 and 128 (others run as v2x2). The default where
+//         v3tma's ring does not fit (2026-11-22 on the H100: 210 TFLOP/s at 8x1024, 308 at
+//         1x8192; v2x2 166 / 239; v3p and v3pq in between).
 //   v3p:  v3 with P·V of key tile t - 1 in flight during the softmax of tile t.
 //   v3pq: v3p with Q in registers (S = Q·K^T reads only K from shared memory).
 //   v3n128: v3 with key tiles of 128 (S by wgmma m64n128k16: half the barriers and softmax
-//         passes per key) at head_dim 128; head_dim 64 runs as v3, others as v2x2. Not yet
-//         measured on a GPU.
+//         passes per key) at head_dim 128; head_dim 64 runs as v3, others as v2x2 (+3% over
+//         v3 on long rows, -7% on short ones).
 //   v3pw: v3n128 with a producer warp (cp.async gather into a 3-stage ring guarded by full /
 //         empty mbarriers) instead of a block barrier per tile, so the two consumer warpgroups
-//         no longer run in lockstep; head_dim 128 (others as v3n128). Not yet run on a GPU.
+//         no longer run in lockstep; head_dim 128 (others as v3n128). Slow (123 TFLOP/s at
+//         8x1024): one warp cannot issue the whole gather.
 //   v3pwpp: v3pw with FA3's ping-pong: the two warpgroups take turns issuing their GEMMs (named
-//         barriers), so one's softmax overlaps the other's GEMMs. Not yet run on a GPU.
+//         barriers), so one's softmax overlaps the other's GEMMs. As slow as v3pw.
+//   v3tma (default): v3pw with the ring filled by TMA (one bulk tensor copy per page and
+//         column half, the K/V cache described by tensor maps) instead of the producer warp's
+//         cp.async gather, persistent (one block per SM walking the work items); head_dim 128
+//         with block sizes 8..128 (powers of two), the rest as v3.
 #pragma once
 
 #include <cstdint>
@@ -42,11 +47,11 @@
 
 namespace folio::cuda {
 
-enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp };
+enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp, kV3tma };
 
 const char* prefill_kernel_name(PrefillKernel k);
 
-// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw or v3pwpp; kV3
+// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw, v3pwpp or v3tma; kV3tma
 // when unset or unknown.
 PrefillKernel default_prefill_kernel();
 

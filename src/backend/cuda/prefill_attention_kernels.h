@@ -36,4 +36,8 @@ Status launch_v3pw(const PagedAttentionParams& p, const PrefillPlan& plan, void*
 // ping-pong); other head dims as launch_v3n128.
 Status launch_v3pwpp(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
 
+// v3tma: v3pw with the ring filled by TMA copies of whole pages (tensor maps over the K/V cache)
+// at head_dim 128 and power-of-two block sizes 8..128; the rest runs as launch_v3 (kPlain).
+Status launch_v3tma(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
 }  // namespace folio::cuda::prefill_detail

@@ -71,9 +71,20 @@ struct Block {
     const uint32_t raw_addr = smem_addr(smem_raw);
     q_addr = (raw_addr + 1023u) & ~1023u;
     q_s = smem_raw + (q_addr - raw_addr);
-    const int s = blockIdx.y;
-    kvh = blockIdx.z;
-    const int tile = a.row_tiles - 1 - blockIdx.x;  // the longest (latest rows) launch first
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    wg = warp / 4;
+    wg_r0 = wg * 64;
+    wr0 = wg_r0 + (warp % 4) * 16;
+    g = lane / 4;
+    tq = lane % 4;
+    set_item(blockIdx.x, blockIdx.y, blockIdx.z);
+  }
+
+  // Takes on work item (row tile a.row_tiles - 1 - tile_from_end, sequence s, KV head kv_head):
+  // the grid launches the longest tiles (latest rows) first.
+  __device__ void set_item(int tile_from_end, int s, int kv_head) {
+    kvh = kv_head;
+    const int tile = a.row_tiles - 1 - tile_from_end;
     qs = a.query_start[s];
     const int q_len = a.query_start[s + 1] - qs;
     G = a.num_heads / a.num_kv_heads;
@@ -85,12 +96,6 @@ struct Block {
     kv_end = first_pos + last_row / G + 1;
     n_tiles = (kv_end + kBN - 1) / kBN;
     table = a.block_table + a.block_table_start[s];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    wg = warp / 4;
-    wg_r0 = wg * 64;
-    wr0 = wg_r0 + (warp % 4) * 16;
-    g = lane / 4;
-    tq = lane % 4;
     // Rows past the end take the last position so that no row is wholly masked.
     for (int h = 0; h < 2; ++h) pos[h] = first_pos + min(r0 + wr0 + 8 * h + g, last_row) / G;
     warp_min_pos = first_pos + min(r0 + wr0, last_row) / G;
@@ -129,10 +134,13 @@ struct Block {
   }
 
   // Q rows past the end are zero-filled (finite scores; never stored).
-  __device__ void load_q() const {
+  __device__ void load_q() const { load_q_rows(0, BM, threadIdx.x, kThreads); }
+
+  // Q rows [row0, row0 + nrows) of the tile by n_threads threads, this one being thread `tid`.
+  __device__ void load_q_rows(int row0, int nrows, int tid, int n_threads) const {
     static_assert(!kQRegs, "Q is in registers");
-    for (int i = threadIdx.x; i < BM * CPR; i += kThreads) {
-      const int r = i / CPR, c = (i % CPR) * 8, gr = r0 + r;
+    for (int i = tid; i < nrows * CPR; i += n_threads) {
+      const int r = row0 + i / CPR, c = (i % CPR) * 8, gr = r0 + r;
       const bool ok = gr <= last_row;
       const int64_t qrow =
           ok ? static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G : 0;

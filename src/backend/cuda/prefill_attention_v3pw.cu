@@ -48,71 +48,8 @@ namespace v3pw {
 namespace {
 
 using v3k::Args;
-using v3pw_ring::acquire;
-using v3pw_ring::Barriers;
-using v3pw_ring::BN;
-using v3pw_ring::D;
-using v3pw_ring::kStages;
+using v3pw_ring::Blk;
 using v3pw_ring::kThreads;
-using v3pw_ring::release;
-template <typename T>
-using Blk = v3pw_ring::Blk<T>;
-
-// One key tile of this warpgroup (v3n128's tile step with the stage handshakes). kHalf: only
-// keys [0, 64) of the tile are at or before some row of the warpgroup; the two instances are
-// separate straight-line paths (a per-wgmma choice makes ptxas serialize every wgmma, C7520).
-template <bool kHalf, typename T>
-__device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float (&o)[D / 2],
-                                          float (&m)[2], float (&l)[2], int t, int st,
-                                          uint32_t parity) {
-  float sc[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
-  acquire(&bar.full_k[st], parity);  // K(t), and Q with tile 0
-  wgmma_fence_operand(sc);
-  wgmma_fence();
-  b.issue_qk(sc, st, kHalf);
-  wgmma_wait<0>();
-  wgmma_fence_operand(sc);
-  release(&bar.empty_k[st]);
-  constexpr int kKeys = kHalf ? 64 : BN;  // keys of the tile some row of the warpgroup sees
-  float alpha[2];
-  b.template softmax<kKeys>(sc, t, m, l, alpha);
-  b.rescale(o, alpha);
-  uint32_t pf[BN / 16][4];  // of a half tile only pf[0, 4) is set and read
-#pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) v3k::pack_p<T>(pf[kk], sc, kk);
-  acquire(&bar.full_v[st], parity);
-  wgmma_fence_operand(o);
-  wgmma_fence();
-  b.issue_pv(o, pf, st, kKeys / 16);
-  wgmma_wait<0>();
-  wgmma_fence_operand(o);
-  release(&bar.empty_v[st]);
-}
-
-template <typename T>
-__device__ void consume(const Blk<T>& b, Barriers& bar) {
-  const int n_wg = b.wg_tiles();  // warpgroup-uniform
-  float o[D / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-  for (int t = 0; t < b.n_tiles; ++t) {
-    const int st = t % kStages;
-    const uint32_t parity = (t / kStages) & 1;
-    if (t < n_wg) {
-      // Warpgroup-uniform: keys t * BN + 64 .. are past every row of this warpgroup.
-      if (t * BN + 64 > b.wg_max_pos) {
-        tile_step<true>(b, bar, o, m, l, t, st, parity);
-      } else {
-        tile_step<false>(b, bar, o, m, l, t, st, parity);
-      }
-    } else if (t + kStages < b.n_tiles) {  // not needed here, but refilled later
-      v3pw_ring::release_skipped(bar, st, parity);
-    }
-  }
-  b.store(o, l);
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) prefill_v3pw_kernel(Args<T> a) {
@@ -122,13 +59,13 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_v3pw_kernel(Args<T> a) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   Blk<T> b(a, smem_raw);  // warp 8 gets a warpgroup index of 2, unused
   if (!b.live) return;
-  Barriers& bar = v3pw_ring::barriers(b);
+  v3pw_ring::Barriers& bar = v3pw_ring::barriers(b);
   v3pw_ring::init_barriers(bar);
   __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
   if (threadIdx.x / 32 == v3pw_ring::kProducerWarp) {
     v3pw_ring::produce(b, bar);
   } else {
-    consume(b, bar);
+    v3pw_ring::consume_tiles(b, bar);
   }
 #endif
 }

@@ -1,6 +1,7 @@
-// Internal to prefill_attention_v3pw.cu and prefill_attention_v3pwpp.cu: the producer warp and
-// the K/V stage ring with its mbarriers, shared by the warp-specialised v3 kernels (the protocol
-// is described in prefill_attention_v3pw.cu).
+// Internal to prefill_attention_v3pw.cu, prefill_attention_v3pwpp.cu and
+// prefill_attention_v3tma.cu: the producer warp, the K/V stage ring with its mbarriers and the
+// consumer warpgroups' loop, shared by the warp-specialised v3 kernels (the protocol is
+// described in prefill_attention_v3pw.cu; v3tma fills the same ring by TMA).
 #pragma once
 
 #include "backend/cuda/mbarrier_ptx.cuh"
@@ -128,9 +129,10 @@ __device__ __forceinline__ void release(uint64_t* bar) {
 // Waits for a fill of the stage, then makes it visible to wgmma: the copies are generic-proxy
 // writes that this thread acquired through the barrier, wgmma reads through the async proxy,
 // and the producer never waits on its copies, so it cannot fence them itself.
+template <bool kFence = true>
 __device__ __forceinline__ void acquire(uint64_t* bar, uint32_t parity) {
   mbarrier_wait_parity(bar, parity);
-  fence_proxy_async_smem();
+  if constexpr (kFence) fence_proxy_async_smem();
 }
 
 // A tile this warpgroup does not compute (above its rows) but that the producer refills later
@@ -142,6 +144,70 @@ __device__ __forceinline__ void release_skipped(Barriers& bar, int st, uint32_t 
   release(&bar.empty_k[st]);
   mbarrier_wait_parity(&bar.full_v[st], parity);
   release(&bar.empty_v[st]);
+}
+
+// ---- the consumer warpgroups' loop (v3pw and v3tma) ------------------------------------------
+
+// One key tile of this warpgroup (v3n128's tile step with the stage handshakes). kHalf: only
+// keys [0, 64) of the tile are at or before some row of the warpgroup; the two instances are
+// separate straight-line paths (a per-wgmma choice makes ptxas serialize every wgmma, C7520).
+template <bool kHalf, bool kFence, typename T>
+__device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float (&o)[D / 2],
+                                          float (&m)[2], float (&l)[2], int t, int st,
+                                          uint32_t parity) {
+  float sc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
+  acquire<kFence>(&bar.full_k[st], parity);  // K(t), and Q with tile 0
+  wgmma_fence_operand(sc);
+  wgmma_fence();
+  b.issue_qk(sc, st, kHalf);
+  wgmma_wait<0>();
+  wgmma_fence_operand(sc);
+  release(&bar.empty_k[st]);
+  constexpr int kKeys = kHalf ? 64 : BN;  // keys of the tile some row of the warpgroup sees
+  float alpha[2];
+  b.template softmax<kKeys>(sc, t, m, l, alpha);
+  b.rescale(o, alpha);
+  uint32_t pf[BN / 16][4];  // of a half tile only pf[0, 4) is set and read
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) v3k::pack_p<T>(pf[kk], sc, kk);
+  acquire<kFence>(&bar.full_v[st], parity);
+  wgmma_fence_operand(o);
+  wgmma_fence();
+  b.issue_pv(o, pf, st, kKeys / 16);
+  wgmma_wait<0>();
+  wgmma_fence_operand(o);
+  release(&bar.empty_v[st]);
+}
+
+// The block's key tiles, then O stored. kFence: the fills are cp.async (generic-proxy) writes
+// that wgmma may read only after a proxy fence; TMA fills are async-proxy writes already and need
+// none. A persistent block (v3tma) runs one item after another on the same ring: g0 is the ring
+// position (fills so far) of this item's tile 0, and more_items says the producer goes on filling
+// after this item's tiles, so every skipped tile must be released.
+template <bool kFence = true, typename T>
+__device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
+                              bool more_items = false) {
+  const int n_wg = b.wg_tiles();  // warpgroup-uniform
+  float o[D / 2], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+  for (int t = 0; t < b.n_tiles; ++t) {
+    const int st = (g0 + t) % kStages;
+    const uint32_t parity = ((g0 + t) / kStages) & 1;
+    if (t < n_wg) {
+      // Warpgroup-uniform: keys t * BN + 64 .. are past every row of this warpgroup.
+      if (t * BN + 64 > b.wg_max_pos) {
+        tile_step<true, kFence>(b, bar, o, m, l, t, st, parity);
+      } else {
+        tile_step<false, kFence>(b, bar, o, m, l, t, st, parity);
+      }
+    } else if (more_items || t + kStages < b.n_tiles) {  // not needed here, but refilled later
+      release_skipped(bar, st, parity);
+    }
+  }
+  b.store(o, l);
 }
 
 }  // namespace folio::cuda::prefill_detail::v3pw_ring

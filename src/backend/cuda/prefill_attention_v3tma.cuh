@@ -1,0 +1,152 @@
+// Internal to prefill_attention_v3tma.cu: the TMA producer of
+// v3pw's K/V stage ring (protocol in prefill_attention_v3tma.cu), the consumers' own Q load,
+// and the host side (tensor maps, launch).
+#pragma once
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/named_barrier_ptx.cuh"
+#include "backend/cuda/prefill_attention_v3pw.cuh"
+#include "backend/cuda/smem_opt_in.h"
+#include "backend/cuda/tensor_map.h"
+#include "backend/cuda/tma_ptx.cuh"
+
+namespace folio::cuda::prefill_detail::v3tma_ring {
+
+using v3k::Args;
+using v3pw_ring::Barriers;
+using v3pw_ring::BN;
+using v3pw_ring::Blk;
+using v3pw_ring::D;
+using v3pw_ring::kStages;
+using v3pw_ring::kThreads;
+
+constexpr uint32_t kTileBytes = BN * D * 2;  // one K or V fill, zero-filled boxes included
+
+// The copies' descriptors (kernel parameters: __grid_constant__): a page box (block_size slots) and a one-slot box, for K and V.
+struct Maps {
+  CUtensorMap k_page, v_page, k_row, v_row;
+};
+
+// Thread 0; then fence for the async proxy and the caller's __syncthreads.
+__device__ __forceinline__ void init_tma_barriers(Barriers& bar) {
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < kStages; ++s) {
+    mbarrier_init(&bar.full_k[s], 1);  // the producer's arrive.expect_tx
+    mbarrier_init(&bar.full_v[s], 1);
+    mbarrier_init(&bar.empty_k[s], v3pw_ring::kConsumerWarps);
+    mbarrier_init(&bar.empty_v[s], v3pw_ring::kConsumerWarps);
+  }
+  fence_mbarrier_init();
+}
+
+// Keys [t * BN, t * BN + BN) of K or V into `tile` (one stage), completing on `full`. Copy j
+// (lanes take j = lane, lane + 32, ...) is page j / 2, column half j % 2.
+template <typename T>
+__device__ __forceinline__ void fill(const Blk<T>& b, const CUtensorMap* page_map,
+                                     const CUtensorMap* row_map, unsigned char* tile,
+                                     uint64_t* full, int t, int lane) {
+  const int bs = b.a.block_size, shift = b.a.block_shift;
+  if (lane == 0) mbarrier_arrive_expect_tx(full, kTileBytes);
+  __syncwarp();  // the bytes are expected before any copy can complete them
+  for (int j = lane; j < 2 * (BN >> shift); j += 32) {
+    const int p = j >> 1, half = j & 1, c0 = half * 64;
+    const int key0 = t * BN + p * bs;
+    unsigned char* const dst = tile + half * BN * 128 + p * bs * 128;
+    if (key0 >= b.kv_end) {
+      tma_load_3d(dst, page_map, c0, b.kvh, -bs, full);  // wholly past the end: zeros
+      continue;
+    }
+    const int slot0 = b.table[key0 >> shift] * bs;
+    if (key0 + bs <= b.kv_end) {
+      tma_load_3d(dst, page_map, c0, b.kvh, slot0, full);
+    } else {  // the page the end cuts: row by row, zeros past the end
+      for (int r = 0; r < bs; ++r)
+        tma_load_3d(dst + r * 128, row_map, c0, b.kvh, key0 + r < b.kv_end ? slot0 + r : -1,
+                    full);
+    }
+  }
+}
+
+// The producer warp on one work item: K(t) and V(t) of each of its key tiles at ring positions
+// g0 + t (the fills before it, of earlier items of a persistent block), each after the stage's
+// previous fill was released.
+template <typename T>
+__device__ void produce_tma(const Blk<T>& b, Barriers& bar, const Maps& maps, int g0) {
+  const int lane = threadIdx.x % 32;
+  for (int t = 0; t < b.n_tiles; ++t) {
+    const int g = g0 + t, st = g % kStages;
+    const uint32_t prev_parity = ((g / kStages) + 1) & 1;  // of fill g - kStages's release
+    if (g >= kStages) mbarrier_wait_parity(&bar.empty_k[st], prev_parity);
+    fill(b, &maps.k_page, &maps.k_row, b.k_tile(st), &bar.full_k[st], t, lane);
+    if (g >= kStages) mbarrier_wait_parity(&bar.empty_v[st], prev_parity);
+    fill(b, &maps.v_page, &maps.v_row, b.v_tile(st), &bar.full_v[st], t, lane);
+  }
+}
+
+// A consumer warpgroup's 64 Q rows by cp.async, made visible to its wgmmas (async proxy) before
+// its first S; the warpgroup meets at named barrier kQBarrier + wg. In a persistent block the
+// caller first syncs the warpgroup on the same barrier, so that no warp overwrites Q while another
+// warp's part of the previous item's last S might still read it.
+constexpr int kQBarrier = 1;  // ids 1 and 2
+template <typename T>
+__device__ __forceinline__ void load_q_warpgroup(const Blk<T>& b) {
+  b.load_q_rows(b.wg_r0, 64, threadIdx.x % 128, 128);
+  cp_async_commit();
+  cp_async_wait<0>();
+  fence_proxy_async_smem();
+  named_barrier_sync(kQBarrier + b.wg, 128);
+}
+
+// Host: the four maps of one launch (layer caches of p).
+inline Status encode_maps(Maps* maps, const PagedAttentionParams& p) {
+  FOLIO_RETURN_IF_ERROR(
+      encode_paged_cache_map(&maps->k_page, p.dtype, p.k_cache, p.num_kv_heads, D, p.block_size));
+  FOLIO_RETURN_IF_ERROR(
+      encode_paged_cache_map(&maps->v_page, p.dtype, p.v_cache, p.num_kv_heads, D, p.block_size));
+  FOLIO_RETURN_IF_ERROR(
+      encode_paged_cache_map(&maps->k_row, p.dtype, p.k_cache, p.num_kv_heads, D, 1));
+  return encode_paged_cache_map(&maps->v_row, p.dtype, p.v_cache, p.num_kv_heads, D, 1);
+}
+
+// Whether the TMA ring takes this launch: head_dim 128, block_size a power of two in [8, BN] (a
+// page box starts on a 1024-byte boundary of the tile and the pages divide the tile).
+inline bool tma_ring_fits(const PagedAttentionParams& p) {
+  const int bs = p.block_size;
+  return p.head_dim == D && (bs & (bs - 1)) == 0 && bs >= 8 && bs <= BN;
+}
+
+// Host: kernel<<<blocks, kThreads, ring smem>>>(a, maps of p, num_seqs) over the
+// row_tiles x num_seqs x num_kv_heads work items: one block per SM, each taking items
+// blockIdx.x, + gridDim.x, ... (persistent), or with FOLIO_PREFILL_PERSISTENT=0 one block per
+// item (for comparison).
+template <typename T>
+Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
+                         const PagedAttentionParams& p, void* stream, const char* name) {
+  Maps maps;
+  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
+  constexpr size_t bytes = v3pw_ring::kSmemBytes;
+  static_assert(bytes <= 227 * 1024, "shared memory per block");
+  FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
+  const int64_t items = static_cast<int64_t>(a.row_tiles) * p.num_seqs * a.num_kv_heads;
+  if (items > 0x7fffffff) return invalid_argument("prefill_attention: too many work items");
+  static const bool persistent = [] {
+    const char* e = std::getenv("FOLIO_PREFILL_PERSISTENT");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  int blocks = static_cast<int>(items);
+  if (persistent) {
+    int device = 0, sms = 0;
+    FOLIO_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+    FOLIO_RETURN_IF_ERROR(cuda_status(
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count"));
+    blocks = std::min<int64_t>(items, sms);
+  }
+  kernel<<<blocks, kThreads, bytes, as_stream(stream)>>>(a, maps, p.num_seqs);
+  return launch_status(name);
+}
+
+}  // namespace folio::cuda::prefill_detail::v3tma_ring

@@ -1,0 +1,54 @@
+#include "backend/cuda/tensor_map.h"
+
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <cstdint>
+#include <string>
+
+namespace folio::cuda {
+namespace {
+
+// The driver's encoder, looked up once (null when the driver lacks it).
+PFN_cuTensorMapEncodeTiled_v12000 encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+Status encode_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
+                              int head_dim, int box_slots) {
+  if (head_dim % 64 != 0 || num_kv_heads <= 0 || box_slots < 1 || box_slots > 256)
+    return invalid_argument("tensor map: head_dim " + std::to_string(head_dim) + ", box " +
+                            std::to_string(box_slots));
+  if (reinterpret_cast<uintptr_t>(cache) % 16 != 0)
+    return invalid_argument("tensor map: the cache is not 16-byte aligned");
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = encoder();
+  if (encode == nullptr) return unimplemented("tensor map: the driver has no cuTensorMapEncodeTiled");
+  const CUtensorMapDataType type =
+      dt == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const cuuint64_t row_bytes = static_cast<cuuint64_t>(head_dim) * 2;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim),
+                              static_cast<cuuint64_t>(num_kv_heads), 0x7fffffffull};
+  const cuuint64_t strides[2] = {row_bytes, row_bytes * num_kv_heads};  // bytes, dims 1 and 2
+  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_slots)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode(map, type, 3, const_cast<void*>(cache), dims, strides, box,
+                            elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return internal_error("tensor map: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
+  return Status();
+}
+
+}  // namespace folio::cuda
