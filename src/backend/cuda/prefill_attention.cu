@@ -1,6 +1,7 @@
 // Prefill attention: the plan, parameter checks and the choice of kernel variant (the kernels
 // are in prefill_attention_v1.cu, prefill_attention_v2.cu, prefill_attention_v3.cu,
-// prefill_attention_v3n128.cu, prefill_attention_v3pw.cu, prefill_attention_v3pwpp.cu and prefill_attention_v3tma.cu).
+// prefill_attention_v3n128.cu, prefill_attention_v3pw.cu, prefill_attention_v3pwpp.cu,
+// prefill_attention_v3tma.cu and prefill_attention_v3tmap.cu).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -32,6 +33,8 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v3pwpp";
     case PrefillKernel::kV3tma:
       return "v3tma";
+    case PrefillKernel::kV3tmap:
+      return "v3tmap";
   }
   return "?";
 }
@@ -49,6 +52,7 @@ PrefillKernel default_prefill_kernel() {
     if (v == "v3pw") return PrefillKernel::kV3pw;
     if (v == "v3pwpp") return PrefillKernel::kV3pwpp;
     if (v == "v3tma") return PrefillKernel::kV3tma;
+    if (v == "v3tmap") return PrefillKernel::kV3tmap;
     if (v == "v2x2") return PrefillKernel::kV2x2;
     // v3tma by default: on the H100 (2026-11-25) 299 / 497 TFLOP/s at 8x1024 / 1x8192 one
     // block per item, against v3's 210 / 307. Where its ring does not fit (head_dim other than
@@ -72,6 +76,7 @@ Result<PrefillPlan> plan_prefill_attention(std::span<const int32_t> query_start,
     const int64_t rows = static_cast<int64_t>(query_start[s + 1] - query_start[s]) * group;
     if (rows < 0) return invalid_argument("prefill plan: query_start is not non-decreasing");
     max_rows = std::max(max_rows, rows);
+    plan.live_row_tiles_128 += (rows + 127) / 128;
   }
   if (max_rows > 0x7fffffff) return invalid_argument("prefill plan: too many rows");
   plan.max_rows = static_cast<int>(max_rows);
@@ -122,6 +127,8 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
       return prefill_detail::launch_v3pwpp(p, plan, stream);
     case PrefillKernel::kV3tma:
       return prefill_detail::launch_v3tma(p, plan, stream);
+    case PrefillKernel::kV3tmap:
+      return prefill_detail::launch_v3tmap(p, plan, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

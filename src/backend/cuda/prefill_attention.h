@@ -9,7 +9,7 @@
 // on tensor cores (bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
 //
 // Kernels (PrefillKernel; the plan picks
-// FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp|v3tma, default v3tma):
+// FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp|v3tma|v3tmap, default v3tma):
 //   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
 //         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
@@ -37,6 +37,9 @@
 //         column half, the K/V cache described by tensor maps) instead of the producer warp's
 //         cp.async gather, persistent (one block per SM walking the work items); head_dim 128
 //         with block sizes 8..128 (powers of two), the rest as v3.
+//   v3tmap: v3tma with each warpgroup's S(t) and P(t-1)·V(t-1) in flight during its softmax
+//         (FA3's intra-warpgroup overlap; a producer warpgroup gives its registers to the
+//         consumers by setmaxnreg).
 #pragma once
 
 #include <cstdint>
@@ -47,11 +50,11 @@
 
 namespace folio::cuda {
 
-enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp, kV3tma };
+enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp, kV3tma, kV3tmap };
 
 const char* prefill_kernel_name(PrefillKernel k);
 
-// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw, v3pwpp or v3tma; kV3tma
+// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma or v3tmap; kV3tma
 // when unset or unknown.
 PrefillKernel default_prefill_kernel();
 
@@ -59,6 +62,10 @@ struct PrefillPlan {
   int num_seqs = 0;
   int max_rows = 0;       // the largest q_len * group (rows of one KV head) of the batch
   int max_row_tiles = 0;  // ceil(max_rows / 64): v1's grid extent
+  // Sum over sequences of ceil(rows / 128): the v3-family grid's (row tile, sequence) pairs that
+  // have rows, per KV head, of ceil(max_rows / 128) x num_seqs. Few when decode rows share the
+  // step with a long prefill; v3tma then launches one block per pair instead of walking them.
+  int64_t live_row_tiles_128 = 0;
   PrefillKernel kernel = PrefillKernel::kV2x2;  // may be overridden after planning
 };
 

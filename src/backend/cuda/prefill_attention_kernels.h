@@ -40,4 +40,8 @@ Status launch_v3pwpp(const PagedAttentionParams& p, const PrefillPlan& plan, voi
 // at head_dim 128 and power-of-two block sizes 8..128; the rest runs as launch_v3 (kPlain).
 Status launch_v3tma(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
 
+// v3tmap: v3tma with each consumer warpgroup's S(t) and P(t-1)·V(t-1) in flight during its
+// softmax (a producer warpgroup, registers reallocated by setmaxnreg); the same fallback.
+Status launch_v3tmap(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
 }  // namespace folio::cuda::prefill_detail

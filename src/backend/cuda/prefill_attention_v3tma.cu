@@ -20,7 +20,9 @@
 // + gridDim.x, ... (longest row tiles first) on one ring, so the producer fetches the next item's
 // first tiles while the consumers finish the current one and load its Q, and a block's start-up
 // (barrier init, first fills) is paid once per SM instead of once per item: at 8 x 1024 an item
-// is only 1-8 key tiles. FOLIO_PREFILL_PERSISTENT=0 launches one block per item instead.
+// is only 1-8 key tiles. Where at most half of the items have rows (a mixed step: decode rows
+// beside a long prefill chunk, where B1 measured persistent blocks 12% slower end to end) and
+// with FOLIO_PREFILL_PERSISTENT=0, one block per item instead.
 //
 // Protocol: v3pw's, with full barriers of count 1. For each fill the producer's lane 0 does
 // arrive.expect_tx(32 KB) (its arrival and the stage's bytes; zero-filled boxes count too), then
@@ -45,15 +47,6 @@ using v3pw_ring::Barriers;
 using v3pw_ring::Blk;
 using v3pw_ring::kThreads;
 
-// Work item i (i < row_tiles x num_seqs x num_kv_heads) as Block::set_item's arguments: the
-// longest row tiles first, then sequence, then KV head.
-template <typename T>
-__device__ __forceinline__ void take_item(Blk<T>& b, int i, int num_seqs) {
-  const int per_tile = num_seqs * b.a.num_kv_heads;
-  const int rem = i % per_tile;
-  b.set_item(i / per_tile, rem / b.a.num_kv_heads, rem % b.a.num_kv_heads);
-}
-
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
     prefill_v3tma_kernel(Args<T> a, const __grid_constant__ v3tma_ring::Maps maps, int num_seqs) {
@@ -73,7 +66,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   int g = 0;  // ring fills so far (producer and consumers count the same items' tiles)
   for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
-    take_item(b, i, num_seqs);
+    v3tma_ring::take_item(b, i, num_seqs);
     if (!b.live) continue;  // a row tile past this sequence's rows
     if (producer) {
       v3tma_ring::produce_tma(b, bar, maps, g);
@@ -94,8 +87,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 Status launch_v3tma(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream) {
   if (!v3tma_ring::tma_ring_fits(p)) return launch_v3(p, plan, V3Variant::kPlain, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
-    return v3tma_ring::launch_tma_kernel<T>(v3tma::prefill_v3tma_kernel<T>, a, p, stream,
-                                            "prefill_v3tma_kernel");
+    return v3tma_ring::launch_tma_kernel<T>(v3tma::prefill_v3tma_kernel<T>, a, p, plan,
+                                            v3pw_ring::kThreads, stream, "prefill_v3tma_kernel");
   });
 }
 

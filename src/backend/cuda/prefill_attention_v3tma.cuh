@@ -1,4 +1,4 @@
-// Internal to prefill_attention_v3tma.cu: the TMA producer of
+// Internal to prefill_attention_v3tma.cu and prefill_attention_v3tmap.cu: the TMA producer of
 // v3pw's K/V stage ring (protocol in prefill_attention_v3tma.cu), the consumers' own Q load,
 // and the host side (tensor maps, launch).
 #pragma once
@@ -26,7 +26,8 @@ using v3pw_ring::kThreads;
 
 constexpr uint32_t kTileBytes = BN * D * 2;  // one K or V fill, zero-filled boxes included
 
-// The copies' descriptors (kernel parameters: __grid_constant__): a page box (block_size slots) and a one-slot box, for K and V.
+// The copies' descriptors (kernel parameters: __grid_constant__): a page box (block_size slots)
+// and a one-slot box, for K and V.
 struct Maps {
   CUtensorMap k_page, v_page, k_row, v_row;
 };
@@ -87,6 +88,15 @@ __device__ void produce_tma(const Blk<T>& b, Barriers& bar, const Maps& maps, in
   }
 }
 
+// Work item i (i < row_tiles x num_seqs x num_kv_heads) as Block::set_item's arguments: the
+// longest row tiles first, then sequence, then KV head.
+template <typename T>
+__device__ __forceinline__ void take_item(Blk<T>& b, int i, int num_seqs) {
+  const int per_tile = num_seqs * b.a.num_kv_heads;
+  const int rem = i % per_tile;
+  b.set_item(i / per_tile, rem / b.a.num_kv_heads, rem % b.a.num_kv_heads);
+}
+
 // A consumer warpgroup's 64 Q rows by cp.async, made visible to its wgmmas (async proxy) before
 // its first S; the warpgroup meets at named barrier kQBarrier + wg. In a persistent block the
 // caller first syncs the warpgroup on the same barrier, so that no warp overwrites Q while another
@@ -104,12 +114,12 @@ __device__ __forceinline__ void load_q_warpgroup(const Blk<T>& b) {
 // Host: the four maps of one launch (layer caches of p).
 inline Status encode_maps(Maps* maps, const PagedAttentionParams& p) {
   FOLIO_RETURN_IF_ERROR(
-      encode_paged_cache_map(&maps->k_page, p.dtype, p.k_cache, p.num_kv_heads, D, p.block_size));
+      cached_paged_cache_map(&maps->k_page, p.dtype, p.k_cache, p.num_kv_heads, D, p.block_size));
   FOLIO_RETURN_IF_ERROR(
-      encode_paged_cache_map(&maps->v_page, p.dtype, p.v_cache, p.num_kv_heads, D, p.block_size));
+      cached_paged_cache_map(&maps->v_page, p.dtype, p.v_cache, p.num_kv_heads, D, p.block_size));
   FOLIO_RETURN_IF_ERROR(
-      encode_paged_cache_map(&maps->k_row, p.dtype, p.k_cache, p.num_kv_heads, D, 1));
-  return encode_paged_cache_map(&maps->v_row, p.dtype, p.v_cache, p.num_kv_heads, D, 1);
+      cached_paged_cache_map(&maps->k_row, p.dtype, p.k_cache, p.num_kv_heads, D, 1));
+  return cached_paged_cache_map(&maps->v_row, p.dtype, p.v_cache, p.num_kv_heads, D, 1);
 }
 
 // Whether the TMA ring takes this launch: head_dim 128, block_size a power of two in [8, BN] (a
@@ -119,13 +129,16 @@ inline bool tma_ring_fits(const PagedAttentionParams& p) {
   return p.head_dim == D && (bs & (bs - 1)) == 0 && bs >= 8 && bs <= BN;
 }
 
-// Host: kernel<<<blocks, kThreads, ring smem>>>(a, maps of p, num_seqs) over the
+// Host: kernel<<<blocks, threads, ring smem>>>(a, maps of p, num_seqs) over the
 // row_tiles x num_seqs x num_kv_heads work items: one block per SM, each taking items
-// blockIdx.x, + gridDim.x, ... (persistent), or with FOLIO_PREFILL_PERSISTENT=0 one block per
-// item (for comparison).
+// blockIdx.x, + gridDim.x, ... (persistent), or one block per item where at most half of the
+// items have rows (decode rows beside a long prefill: a persistent block would walk thousands of
+// empty items, each costing a few dependent loads, while an empty block exits at once) or with
+// FOLIO_PREFILL_PERSISTENT=0 (for comparison).
 template <typename T>
 Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
-                         const PagedAttentionParams& p, void* stream, const char* name) {
+                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
+                         void* stream, const char* name) {
   Maps maps;
   FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
   constexpr size_t bytes = v3pw_ring::kSmemBytes;
@@ -138,14 +151,15 @@ Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
     return e == nullptr || std::string(e) != "0";
   }();
   int blocks = static_cast<int>(items);
-  if (persistent) {
+  const int64_t pairs = static_cast<int64_t>(a.row_tiles) * p.num_seqs;
+  if (persistent && 2 * plan.live_row_tiles_128 > pairs) {
     int device = 0, sms = 0;
     FOLIO_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
     FOLIO_RETURN_IF_ERROR(cuda_status(
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count"));
     blocks = std::min<int64_t>(items, sms);
   }
-  kernel<<<blocks, kThreads, bytes, as_stream(stream)>>>(a, maps, p.num_seqs);
+  kernel<<<blocks, threads, bytes, as_stream(stream)>>>(a, maps, p.num_seqs);
   return launch_status(name);
 }
 

@@ -4,7 +4,10 @@
 #include <cudaTypedefs.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 namespace folio::cuda {
 namespace {
@@ -48,6 +51,28 @@ Status encode_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return internal_error("tensor map: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
+  return Status();
+}
+
+Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
+                              int head_dim, int box_slots) {
+  using Key = std::tuple<const void*, int, int, int, int>;
+  static std::mutex mu;
+  static std::map<Key, CUtensorMap> maps;
+  const Key key{cache, static_cast<int>(dt), num_kv_heads, head_dim, box_slots};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = maps.find(key); it != maps.end()) {
+      *map = it->second;
+      return Status();
+    }
+  }
+  FOLIO_RETURN_IF_ERROR(encode_paged_cache_map(map, dt, cache, num_kv_heads, head_dim, box_slots));
+  std::lock_guard<std::mutex> lock(mu);
+  // Freed and reallocated caches (tests, engine restarts) would otherwise accumulate: a map only
+  // describes addresses, so a stale entry is harmless but useless.
+  if (maps.size() >= 1024) maps.clear();
+  maps.emplace(key, *map);
   return Status();
 }
 

@@ -20,4 +20,10 @@ namespace folio::cuda {
 Status encode_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
                               int head_dim, int box_slots);
 
+// The same, remembered per (cache, dtype, geometry, box): a layer's caches stay put, so a
+// prefill step's 4 maps per layer are encoded once per engine instead of once per step. Safe to
+// call from several threads (tensor-parallel workers).
+Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
+                              int head_dim, int box_slots);
+
 }  // namespace folio::cuda
