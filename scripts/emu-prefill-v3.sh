@@ -25,7 +25,11 @@ for v in v2 v3 v3n128 v3pw v3pwpp; do
     -e 's|FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void\*>(kernel), bytes));||' \
     -e "s|return launch_status(\"prefill_${v}_kernel\");|return Status();|" \
     "$src" >"$work/prefill_attention_${v}_emu.inc"
-  if [[ $(grep -c 'emu::\|return Status();$' "$work/prefill_attention_${v}_emu.inc") -lt 3 ]] ||
+  # v2 launches itself (3 rewritten lines); the v3 family launches through
+  # prefill_attention_v3_launch.cuh, whose host version is in tests/cuda/emu/shim (1 line: smem).
+  want=1
+  [[ $v == v2 ]] && want=3
+  if [[ $(grep -c 'emu::\|return Status();$' "$work/prefill_attention_${v}_emu.inc") -lt $want ]] ||
     grep -q 'opt_in_dynamic_smem(' "$work/prefill_attention_${v}_emu.inc"; then
     echo "emu-prefill-v3: the launch lines of $src changed; update this script" >&2
     exit 2
