@@ -173,7 +173,7 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV3tmap, DType::kFP16, 16, 2, 128, 32},
         PrefillCase{kV3tmap, DType::kBF16, 8, 2, 128, 64},
         PrefillCase{kV3tmap, DType::kFP16, 6, 2, 128, 128},
-        PrefillCase{kV3tmap, DType::kFP16, 5, 5, 128, 1},),
+        PrefillCase{kV3tmap, DType::kFP16, 5, 5, 128, 1}),
     [](const auto& info) {
       const auto& c = info.param;
       return std::string(prefill_kernel_name(c.kernel)) + "_" + dtype_name(c.dt) + "_h" +
