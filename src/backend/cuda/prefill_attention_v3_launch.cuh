@@ -1,6 +1,6 @@
 // The host side every v3-family prefill kernel shares (v3/v3p/v3pq, v3n128, v3pw, v3pwpp): the
-// plan's row tiles into Args<T> for the batch's dtype, and the launch over the family's grid
-// (row tiles, sequences, KV heads) with the kernel's dynamic shared memory opted in.
+// plan's row tiles into Args<T> (prefill_attention_v3_rows.cuh), and the launch over the family's
+// grid (row tiles, sequences, KV heads) with the kernel's dynamic shared memory opted in.
 #pragma once
 
 #include <cstdint>
@@ -8,22 +8,10 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
 #include "backend/cuda/prefill_attention_v3.cuh"
+#include "backend/cuda/prefill_attention_v3_rows.cuh"
 #include "backend/cuda/smem_opt_in.h"
 
 namespace folio::cuda::prefill_detail::v3k {
-
-// Calls launch(args) with args = Args<T> of p for p's dtype T (launch: a lambda templated on T).
-template <typename F>
-Status with_row_tiles(const PagedAttentionParams& p, const PrefillPlan& plan, F&& launch) {
-  const int64_t row_tiles = (plan.max_rows + BM - 1) / BM;
-  if (row_tiles == 0) return Status();
-  if (row_tiles > 0x7fffffff) return invalid_argument("prefill_attention: too many rows");
-  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
-    Args<T> a{};
-    a.set(p, static_cast<int>(row_tiles));
-    return launch(a);
-  });
-}
 
 // kernel<<<(row tiles, num_seqs, KV heads), threads, bytes>>>(a), after the shared-memory opt-in.
 template <typename T>

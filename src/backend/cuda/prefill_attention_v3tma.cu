@@ -37,6 +37,7 @@
 #include "backend/cuda/prefill_attention_kernels.h"
 #include "backend/cuda/prefill_attention_v3_launch.cuh"
 #include "backend/cuda/prefill_attention_v3tma.cuh"
+#include "backend/cuda/prefill_attention_v3tma_launch.cuh"
 
 namespace folio::cuda::prefill_detail {
 namespace v3tma {

@@ -1,16 +1,17 @@
 // Internal to prefill_attention_v3tma.cu and prefill_attention_v3tmap.cu: the TMA producer of
-// v3pw's K/V stage ring (protocol in prefill_attention_v3tma.cu), the consumers' own Q load,
-// and the host side (tensor maps, launch).
+// v3pw's K/V stage ring (protocol in prefill_attention_v3tma.cu), the persistent blocks' work
+// items, the consumers' own Q load, and the host's choices (where the ring fits, persistence, the
+// tensor maps); the launch itself is prefill_attention_v3tma_launch.cuh.
 #pragma once
 
-#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/named_barrier_ptx.cuh"
+#include "backend/cuda/prefill_attention.h"
 #include "backend/cuda/prefill_attention_v3pw.cuh"
-#include "backend/cuda/smem_opt_in.h"
 #include "backend/cuda/tensor_map.h"
 #include "backend/cuda/tma_ptx.cuh"
 
@@ -111,6 +112,27 @@ __device__ __forceinline__ void load_q_warpgroup(const Blk<T>& b) {
   named_barrier_sync(kQBarrier + b.wg, 128);
 }
 
+// ---- host ----------------------------------------------------------------------------------
+
+// Whether the TMA ring takes this launch: head_dim 128, block_size a power of two in [8, BN] (a
+// page box starts on a 1024-byte boundary of the tile and the pages divide the tile).
+inline bool tma_ring_fits(const PagedAttentionParams& p) {
+  const int bs = p.block_size;
+  return p.head_dim == D && (bs & (bs - 1)) == 0 && bs >= 8 && bs <= BN;
+}
+
+// Persistent blocks (one per SM walking the items) or one block per item: persistent where more
+// than half of the grid's (row tile, sequence) pairs have rows, or always / never with
+// FOLIO_PREFILL_PERSISTENT=1 / 0.
+inline bool persistent_launch(const PrefillPlan& plan, int64_t pairs) {
+  static const int mode = [] {
+    const char* e = std::getenv("FOLIO_PREFILL_PERSISTENT");
+    const std::string v = e != nullptr ? e : "";
+    return v == "0" ? 0 : v == "1" ? 1 : -1;
+  }();
+  return mode == 1 || (mode == -1 && 2 * plan.live_row_tiles_128 > pairs);
+}
+
 // Host: the four maps of one launch (layer caches of p).
 inline Status encode_maps(Maps* maps, const PagedAttentionParams& p) {
   FOLIO_RETURN_IF_ERROR(
@@ -120,47 +142,6 @@ inline Status encode_maps(Maps* maps, const PagedAttentionParams& p) {
   FOLIO_RETURN_IF_ERROR(
       cached_paged_cache_map(&maps->k_row, p.dtype, p.k_cache, p.num_kv_heads, D, 1));
   return cached_paged_cache_map(&maps->v_row, p.dtype, p.v_cache, p.num_kv_heads, D, 1);
-}
-
-// Whether the TMA ring takes this launch: head_dim 128, block_size a power of two in [8, BN] (a
-// page box starts on a 1024-byte boundary of the tile and the pages divide the tile).
-inline bool tma_ring_fits(const PagedAttentionParams& p) {
-  const int bs = p.block_size;
-  return p.head_dim == D && (bs & (bs - 1)) == 0 && bs >= 8 && bs <= BN;
-}
-
-// Host: kernel<<<blocks, threads, ring smem>>>(a, maps of p, num_seqs) over the
-// row_tiles x num_seqs x num_kv_heads work items: one block per SM, each taking items
-// blockIdx.x, + gridDim.x, ... (persistent), or one block per item where at most half of the
-// items have rows (decode rows beside a long prefill: a persistent block would walk thousands of
-// empty items, each costing a few dependent loads, while an empty block exits at once) or with
-// FOLIO_PREFILL_PERSISTENT=0 (for comparison).
-template <typename T>
-Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
-                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
-                         void* stream, const char* name) {
-  Maps maps;
-  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
-  constexpr size_t bytes = v3pw_ring::kSmemBytes;
-  static_assert(bytes <= 227 * 1024, "shared memory per block");
-  FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
-  const int64_t items = static_cast<int64_t>(a.row_tiles) * p.num_seqs * a.num_kv_heads;
-  if (items > 0x7fffffff) return invalid_argument("prefill_attention: too many work items");
-  static const bool persistent = [] {
-    const char* e = std::getenv("FOLIO_PREFILL_PERSISTENT");
-    return e == nullptr || std::string(e) != "0";
-  }();
-  int blocks = static_cast<int>(items);
-  const int64_t pairs = static_cast<int64_t>(a.row_tiles) * p.num_seqs;
-  if (persistent && 2 * plan.live_row_tiles_128 > pairs) {
-    int device = 0, sms = 0;
-    FOLIO_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
-    FOLIO_RETURN_IF_ERROR(cuda_status(
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count"));
-    blocks = std::min<int64_t>(items, sms);
-  }
-  kernel<<<blocks, threads, bytes, as_stream(stream)>>>(a, maps, p.num_seqs);
-  return launch_status(name);
 }
 
 }  // namespace folio::cuda::prefill_detail::v3tma_ring

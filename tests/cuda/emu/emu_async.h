@@ -19,10 +19,21 @@
 // both counts to n; an arrival decrements pending (below zero: error) and at zero completes the
 // phase (phase + 1, pending = expected). try_wait.parity(p) is true iff the current phase's
 // parity is not p (the phase of parity p has completed). Use of an uninitialised barrier is an
-// error. Not emulated: expect-tx / complete-tx, cluster scope, arrive counts other than 1.
+// error. Transaction bytes: arrive.expect_tx(n) raises the phase's pending bytes by n before its
+// arrival; a TMA copy (cp.async.bulk.tensor) subtracts its bytes when it lands; the phase
+// completes when both the pending arrivals and the pending bytes are zero (bytes below zero:
+// error, a copy that landed before its bytes were expected). Not emulated: cluster scope, arrive
+// counts other than 1.
+//
+// TMA copies (tma_issue): kEager lands them at issue; kLazy keeps them pending until a waiter on
+// their barrier needs them to see its phase complete (oldest first), so a consumer that reads a
+// stage without waiting on its full barrier reads stale data, and the race check sees the
+// write's missing happens-before. They write through the async proxy: no fence needed after.
 //
 // Named barriers: per id, arrivals counted in threads; the count-th completes the barrier and
-// releases the threads in bar.sync (ids 1-15; a count that differs within one phase fails).
+// releases the threads in bar.sync (ids 1-15; a count that differs within one phase fails). With
+// the race check they carry clocks: every arrival releases into the barrier's phase, every
+// thread released from bar.sync acquires it (bar.sync orders the participants' memory accesses).
 //
 // Deadlock: a waiter that finds its phase incomplete sleeps; if every thread of the block has
 // exited or waits (on an mbarrier phase that is incomplete with no bundle left that could
@@ -85,6 +96,7 @@ struct Copy {
 struct MBar {
   uint32_t phase = 0;
   int pending = 0, expected = 0;
+  int64_t tx = 0;              // pending transaction bytes of the current phase
   bool fed_by_copies = false;  // has had cp.async-triggered arrivals
   race::Clock acc, done[2];    // race check: current phase's clock, last completed per parity
 };
@@ -97,13 +109,28 @@ struct Bundle {
   race::Clock clock;  // race check: the issuer's clock at the arrive instruction
 };
 
+// A TMA copy: 16-byte chunks (src null: zero-filled, outside the tensor) and its barrier.
+struct TmaCopy {
+  struct Chunk {
+    uint32_t dst;  // shared offset
+    const void* src;
+    uint32_t epoch;  // race check: the issuer's clock entry at issue
+  };
+  std::vector<Chunk> chunks;
+  uint32_t bar;
+  int thread;
+  race::Clock clock;  // race check: the issuer's clock at issue
+};
+
 struct AsyncState {
   std::map<uint32_t, MBar> bars;            // by shared address
   std::vector<std::deque<Bundle>> bundles;  // per thread, oldest first
+  std::deque<TmaCopy> tma;                  // kLazy: issued, not landed; oldest first
   uint64_t next_seq = 0, events = 0;
   struct Named {  // a named block barrier (bar.sync / bar.arrive)
     int arrived = 0, count = 0;
     uint64_t generation = 0;
+    race::Clock acc, done[2];  // race check: this generation's arrivals, completed per parity
   };
   std::map<int, Named> named;  // by id
   struct Wait {
@@ -151,12 +178,9 @@ inline MBar& mbar_locked(AsyncState& s, uint32_t addr) {
   return it->second;
 }
 
-// One arrival; `clock`: the releasing thread's published clock (race check).
-inline void arrive_locked(AsyncState& s, uint32_t addr, const race::Clock* clock) {
-  MBar& b = mbar_locked(s, addr);
-  if (b.pending <= 0) async_fail("mbarrier arrival below a pending count of zero");
-  if (clock != nullptr) race::join(b.acc, *clock);
-  if (--b.pending == 0) {
+// Completes the current phase once no arrival and no transaction byte is pending.
+inline void maybe_complete_locked(AsyncState& s, MBar& b) {
+  if (b.pending == 0 && b.tx == 0) {
     b.done[b.phase & 1u] = std::move(b.acc);
     b.acc.clear();
     ++b.phase;
@@ -164,6 +188,49 @@ inline void arrive_locked(AsyncState& s, uint32_t addr, const race::Clock* clock
   }
   ++s.events;
   cur->cv.notify_all();
+}
+
+// One arrival; `clock`: the releasing thread's published clock (race check).
+inline void arrive_locked(AsyncState& s, uint32_t addr, const race::Clock* clock) {
+  MBar& b = mbar_locked(s, addr);
+  if (b.pending <= 0) async_fail("mbarrier arrival below a pending count of zero");
+  if (clock != nullptr) race::join(b.acc, *clock);
+  --b.pending;
+  maybe_complete_locked(s, b);
+}
+
+// A TMA copy lands: its chunks are written, its bytes completed on its barrier.
+inline void land_tma_locked(AsyncState& s, const TmaCopy& c) {
+  for (const TmaCopy::Chunk& ch : c.chunks) {
+    if (ch.src != nullptr)
+      std::memcpy(smem() + ch.dst, ch.src, 16);
+    else
+      std::memset(smem() + ch.dst, 0, 16);
+    if (s.race) race::copy_land(*s.race, ch.dst, c.thread, ch.epoch);
+  }
+  MBar& b = mbar_locked(s, c.bar);
+  b.tx -= static_cast<int64_t>(c.chunks.size()) * 16;
+  if (b.tx < 0) async_fail("TMA bytes completed before they were expected (expect_tx)");
+  if (s.race) race::join(b.acc, c.clock);
+  maybe_complete_locked(s, b);
+}
+
+// Lands the oldest pending TMA copy on `addr`; false if there is none.
+inline bool land_oldest_tma_locked(AsyncState& s, uint32_t addr) {
+  for (auto it = s.tma.begin(); it != s.tma.end(); ++it)
+    if (it->bar == addr) {
+      const TmaCopy c = std::move(*it);
+      s.tma.erase(it);
+      land_tma_locked(s, c);
+      return true;
+    }
+  return false;
+}
+
+inline bool tma_pending_locked(const AsyncState& s, uint32_t addr) {
+  for (const TmaCopy& c : s.tma)
+    if (c.bar == addr) return true;
+  return false;
 }
 
 inline bool phase_done(const MBar& b, uint32_t parity) {
@@ -232,7 +299,9 @@ inline void mbarrier_init(uint32_t addr, uint32_t count) {
   std::lock_guard<std::mutex> lk(cur->mu);
   AsyncState& s = async_state();
   if (count == 0) async_fail("mbarrier.init with count 0");
-  s.bars[addr] = MBar{0, static_cast<int>(count), static_cast<int>(count), false, {}, {}};
+  MBar b;
+  b.pending = b.expected = static_cast<int>(count);
+  s.bars[addr] = std::move(b);
   std::memset(smem() + addr, 0, 8);  // the object's bytes, as the hardware's init writes them
 }
 
@@ -256,6 +325,36 @@ inline void mbarrier_arrive(uint32_t addr) {
   // operands overwritten under it (the wgmma emulation compares them at issue and at retire).
   if (woke && copy_policy == CopyPolicy::kEager)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+// mbarrier.arrive.expect_tx: the phase expects `bytes` more, then this thread arrives.
+inline void mbarrier_arrive_expect_tx(uint32_t addr, uint32_t bytes) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  mbar_locked(s, addr).tx += bytes;
+  if (s.race) {
+    const race::Clock clock = race::release(*s.race, tid);
+    arrive_locked(s, addr, &clock);
+  } else {
+    arrive_locked(s, addr, nullptr);
+  }
+}
+
+// cp.async.bulk.tensor: chunks (shared offset, source or null for zeros) completing on `bar`.
+inline void tma_issue(std::vector<std::pair<uint32_t, const void*>> chunks, uint32_t bar) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  mbar_locked(s, bar);
+  TmaCopy c{{}, bar, static_cast<int>(tid), {}};
+  for (const auto& [dst, src] : chunks) {
+    if (dst % 16 != 0 || dst + 16 > cur->smem.size()) async_fail("TMA destination out of range");
+    c.chunks.push_back({dst, src, s.race ? race::copy_issue(*s.race, tid, dst) : 0u});
+  }
+  if (s.race) c.clock = race::release(*s.race, tid);
+  if (copy_policy == CopyPolicy::kEager)
+    land_tma_locked(s, c);
+  else
+    s.tma.push_back(std::move(c));
 }
 
 inline void cp_async_mbarrier_arrive_noinc(uint32_t addr) {
@@ -287,7 +386,8 @@ inline bool deadlocked_locked(const AsyncState& s) {
       if (s.named.at(static_cast<int>(w.bar)).generation != w.generation) return false;
     } else {
       const auto it = s.bars.find(w.bar);
-      if (phase_done(it->second, w.parity) || oldest_bundle_locked(s, w.bar).first >= 0)
+      if (phase_done(it->second, w.parity) || oldest_bundle_locked(s, w.bar).first >= 0 ||
+          tma_pending_locked(s, w.bar))
         return false;
     }
     ++stuck;
@@ -308,8 +408,8 @@ inline bool deadlocked_locked(const AsyncState& s) {
       continue;
     }
     const MBar& b = s.bars.at(w.bar);
-    std::fprintf(stderr, "  thread %zu: barrier @%u parity %u (phase %u, pending %d/%d)\n", t,
-                 w.bar, w.parity, b.phase, b.pending, b.expected);
+    std::fprintf(stderr, "  thread %zu: barrier @%u parity %u (phase %u, pending %d/%d, tx %lld)\n",
+                 t, w.bar, w.parity, b.phase, b.pending, b.expected, static_cast<long long>(b.tx));
   }
   std::fflush(stderr);
   std::_Exit(3);
@@ -323,11 +423,14 @@ inline bool mbarrier_try_wait_parity(uint32_t addr, uint32_t parity) {
   auto done = [&] {
     const MBar& b = s.bars[addr];
     if (phase_done(b, parity)) return true;
-    if (copy_policy == CopyPolicy::kLazy) {  // land just the arrivals this phase needs
+    if (copy_policy == CopyPolicy::kLazy) {  // land just the arrivals and bytes it needs
       while (!phase_done(s.bars[addr], parity)) {
         const auto [t, seq] = oldest_bundle_locked(s, addr);
-        if (t < 0) break;
-        land_bundles_locked(s, t, seq);
+        if (t >= 0) {
+          land_bundles_locked(s, t, seq);
+        } else if (!land_oldest_tma_locked(s, addr)) {
+          break;
+        }
       }
     }
     return phase_done(s.bars[addr], parity);
@@ -381,8 +484,11 @@ inline void named_barrier(int id, int count, bool wait) {
   else if (n.count != count)
     async_fail("named barrier: arrivals with different thread counts");
   const uint64_t gen = n.generation;
+  if (s.race) race::join(n.acc, race::release(*s.race, tid));
   if (++n.arrived == count) {
     n.arrived = 0;
+    n.done[gen & 1u] = std::move(n.acc);
+    n.acc.clear();
     ++n.generation;
     ++s.events;
     cur->cv.notify_all();
@@ -402,6 +508,7 @@ inline void named_barrier(int id, int count, bool wait) {
     }
   }
   s.waits[tid].on = false;
+  if (s.race) race::acquire(*s.race, tid, s.named[id].done[gen & 1u]);
 }
 
 // ---- race-check hooks (emu_race.h) ----

@@ -55,7 +55,15 @@ double run_case(const Case& c, const Launcher& launch, std::mt19937& rng,
     return v;
   };
   const size_t cache = phys.size() * bs * KV * D;
-  const std::vector<T> kc = random_vec(cache), vc = random_vec(cache);
+  std::vector<T> kc = random_vec(cache), vc = random_vec(cache);
+  // The slots past each sequence's end in its last block hold NaN, as a reused pool's slots may:
+  // a kernel must read keys past the end as zeros (a masked score times a NaN V row is NaN).
+  for (size_t s = 0; s < c.seqs.size(); ++s)
+    for (int j = c.seqs[s].ctx; j < (bts[s + 1] - bts[s]) * bs; ++j) {
+      const size_t slot = static_cast<size_t>(bt[bts[s] + j / bs]) * bs + j % bs;
+      std::fill_n(kc.begin() + slot * KV * D, KV * D, T(NAN));
+      std::fill_n(vc.begin() + slot * KV * D, KV * D, T(NAN));
+    }
   const std::vector<T> q = random_vec(static_cast<size_t>(qs.back()) * H * D);
   std::vector<T> out(q.size());
   std::memset(out.data(), 0xFF, out.size() * sizeof(T));  // NaN: unwritten outputs fail

@@ -11,10 +11,12 @@
 // or the second half of the diagonal tile (the half-tile path and the masked full tile) or
 // exactly on its key 64, chunks over a cached prefix, decode rows. v3n128 runs head_dim 64 as v3
 // (the D 64 cases check that fallback). Exits non-zero on any miss. Optional arguments: run only
-// case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp).
-// v3pw and v3pwpp (producer warp, mbarriers; emu_async.h) run every case twice: cp.async
-// landing as late as the program allows (lazy), then at issue (eager) with warpgroup 0 made to
-// lag; both with the happens-before race check (emu_race.h). The others run under the policy
+// case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp,
+// v3tma, v3tmap). v3pw and v3pwpp (producer warp, mbarriers; emu_async.h) and v3tma and v3tmap
+// (TMA-filled ring, persistent blocks) run every case twice: copies landing as late as the
+// program allows (lazy), then at issue (eager) with warpgroup 0 made to lag; both with the
+// happens-before race check (emu_race.h). The TMA kernels run where their ring fits (head_dim
+// 128, block sizes 8..128 that are powers of two) and as v3 elsewhere. The others run under the policy
 // of FOLIO_EMU_CP_ASYNC (lazy by default: plain copies land at their cp.async.wait_group). The
 // last case has a block with one live warpgroup over 8 key tiles (the other one releases stages
 // it never computes, several times each).
@@ -25,6 +27,8 @@
 #include "prefill_attention_v3n128_emu.inc"
 #include "prefill_attention_v3pw_emu.inc"
 #include "prefill_attention_v3pwpp_emu.inc"
+#include "prefill_attention_v3tma_emu.inc"
+#include "prefill_attention_v3tmap_emu.inc"
 #include "prefill_emu_case.h"
 // clang-format on
 
@@ -58,10 +62,13 @@ int main(int argc, char** argv) {
   int failures = 0;
   const std::string only_variant = argc > 2 ? argv[2] : "";
   // Variants 0..2: launch_v3's; 3: launch_v3n128; 4, 5: launch_v3pw, lazy / eager copies;
-  // 6, 7: launch_v3pwpp, lazy / eager.
-  const char* const names[] = {"v3", "v3p", "v3pq", "v3n128", "v3pw", "v3pw", "v3pwpp", "v3pwpp"};
+  // 6, 7: launch_v3pwpp, lazy / eager; 8, 9: launch_v3tma, 10, 11: launch_v3tmap, lazy / eager
+  // (persistent: FOLIO_PREFILL_PERSISTENT=1 here).
+  setenv("FOLIO_PREFILL_PERSISTENT", "1", 0);
+  const char* const names[] = {"v3",     "v3p",   "v3pq",   "v3n128", "v3pw",   "v3pw",
+                               "v3pwpp", "v3pwpp", "v3tma", "v3tma", "v3tmap", "v3tmap"};
   const emu::CopyPolicy default_policy = emu::copy_policy;
-  for (int vi = 0; vi < 8; ++vi) {
+  for (int vi = 0; vi < 12; ++vi) {
     if (!only_variant.empty() && only_variant != names[vi]) continue;
     emu::copy_policy = vi >= 4 && vi % 2 == 0 ? emu::CopyPolicy::kLazy
                        : vi >= 4              ? emu::CopyPolicy::kEager
@@ -74,7 +81,9 @@ int main(int argc, char** argv) {
       using folio::cuda::prefill_detail::V3Variant;
       if (vi == 3) return folio::cuda::prefill_detail::launch_v3n128(p, plan, nullptr);
       if (vi == 4 || vi == 5) return folio::cuda::prefill_detail::launch_v3pw(p, plan, nullptr);
-      if (vi >= 6) return folio::cuda::prefill_detail::launch_v3pwpp(p, plan, nullptr);
+      if (vi == 6 || vi == 7) return folio::cuda::prefill_detail::launch_v3pwpp(p, plan, nullptr);
+      if (vi == 8 || vi == 9) return folio::cuda::prefill_detail::launch_v3tma(p, plan, nullptr);
+      if (vi >= 10) return folio::cuda::prefill_detail::launch_v3tmap(p, plan, nullptr);
       const V3Variant v = vi == 0   ? V3Variant::kPlain
                           : vi == 1 ? V3Variant::kPipelined
                                     : V3Variant::kPipelinedQRegs;

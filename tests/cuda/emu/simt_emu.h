@@ -77,6 +77,7 @@ inline uint64_t (&lane_slot(int lane))[8] {
 
 inline thread_local uint3 threadIdx;
 inline thread_local uint3 blockIdx;
+inline thread_local dim3 gridDim;
 inline int min(int a, int b) {
   return a < b ? a : b;
 }
@@ -106,9 +107,9 @@ inline int __shfl_sync(unsigned, int v, int src_lane) {
 
 namespace emu {
 
-// kernel<<<grid, threads, smem_bytes>>>(args), one block at a time.
-template <typename Kernel, typename Args>
-void launch(Kernel kernel, dim3 grid, int threads, size_t smem_bytes, const Args& args) {
+// kernel<<<grid, threads, smem_bytes>>>(args...), one block at a time.
+template <typename Kernel, typename... Args>
+void launch(Kernel kernel, dim3 grid, int threads, size_t smem_bytes, const Args&... args) {
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
@@ -125,7 +126,8 @@ void launch(Kernel kernel, dim3 grid, int threads, size_t smem_bytes, const Args
             tid = t;
             threadIdx = uint3{static_cast<unsigned>(t), 0, 0};
             blockIdx = uint3{x, y, z};
-            kernel(args);
+            gridDim = grid;
+            kernel(args...);
             {
               std::lock_guard<std::mutex> lk(b.mu);
               ++b.exited;
