@@ -1,25 +1,26 @@
-// Runs the v3 / v3p / v3pq / v3n128 (wgmma) prefill kernels' own source (prefill_attention_v3.cu
-// and prefill_attention_v3n128.cu, rewritten for the host by scripts/emu-prefill-v3.sh) on the
-// SIMT emulator, with wgmma emulated from the PTX ISA's descriptor and fragment definitions
+// Runs the v3-family (wgmma) prefill kernels' own source (prefill_attention_v3.cu, v3n128, v3pw,
+// v3pwpp, v3tma and v3tmap, rewritten for the host by scripts/emu-prefill-v3.sh) on the SIMT
+// emulator, with wgmma emulated from the PTX ISA's descriptor and fragment definitions
 // (shim/backend/cuda/wgmma_ptx.cuh), against a double-precision reference (relative error over
 // all outputs, and of the worst (token, head) row): head_dim 64 and 128 in bf16 and fp16, block
-// sizes 1 / 3 / 16 / 24, GQA 4 / 8 / MHA / MQA, query lengths around the 128-row block and
-// 64-row warpgroup edges (a warpgroup of padding rows only), chunked prefill over a cached
+// sizes 1 / 3 / 8 / 16 / 24 / 32, GQA 4 / 8 / MHA / MQA, query lengths around the 128-row block
+// and 64-row warpgroup edges (a warpgroup of padding rows only), chunked prefill over a cached
 // prefix, decode rows, contexts of several key tiles, and one head_dim (80) that falls back to
-// v2. The last cases are for v3n128's 128-key tiles (every variant runs them): contexts of up to
-// 5 tiles (the 3-stage ring wraps), partial last tiles, warpgroups whose rows end in the first
-// or the second half of the diagonal tile (the half-tile path and the masked full tile) or
-// exactly on its key 64, chunks over a cached prefix, decode rows. v3n128 runs head_dim 64 as v3
-// (the D 64 cases check that fallback). Exits non-zero on any miss. Optional arguments: run only
-// case N (0-based; -1: all), and only the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp,
-// v3tma, v3tmap). v3pw and v3pwpp (producer warp, mbarriers; emu_async.h) and v3tma and v3tmap
-// (TMA-filled ring, persistent blocks) run every case twice: copies landing as late as the
-// program allows (lazy), then at issue (eager) with warpgroup 0 made to lag; both with the
-// happens-before race check (emu_race.h). The TMA kernels run where their ring fits (head_dim
-// 128, block sizes 8..128 that are powers of two) and as v3 elsewhere. The others run under the policy
-// of FOLIO_EMU_CP_ASYNC (lazy by default: plain copies land at their cp.async.wait_group). The
-// last case has a block with one live warpgroup over 8 key tiles (the other one releases stages
-// it never computes, several times each).
+// v2; the pool holds NaN past each sequence's end. The last cases are for the 128-key tiles
+// (every variant runs them): contexts of up to 5 tiles (the 3-stage ring wraps), partial last
+// tiles, warpgroups whose rows end in the first or the second half of the diagonal tile (the
+// half-tile path and the masked full tile) or exactly on its key 64, chunks over a cached
+// prefix, decode rows. v3n128 runs head_dim 64 as v3 (the D 64 cases check that fallback).
+// Exits non-zero on any miss. Optional arguments: run only case N (0-based; -1: all), and only
+// the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma, v3tmap). v3pw and v3pwpp
+// (producer warp, mbarriers; emu_async.h) and v3tma and v3tmap (TMA-filled ring, persistent
+// blocks) run every case twice: copies landing as late as the program allows (lazy), then at
+// issue (eager) with warpgroup 0 made to lag; both with the happens-before race check
+// (emu_race.h). The TMA kernels run where their ring fits (head_dim 128, power-of-two block
+// sizes 8..128) and as v3 elsewhere. The others run under the policy of FOLIO_EMU_CP_ASYNC (lazy
+// by default: plain copies land at their cp.async.wait_group). The last case has a block with
+// one live warpgroup over 8 key tiles (the other one releases stages it never computes, several
+// times each).
 // clang-format off
 #include "simt_emu.h"  // first: the kernel sources' headers use its shims
 #include "prefill_attention_v2_emu.inc"
