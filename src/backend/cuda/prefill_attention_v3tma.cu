@@ -21,7 +21,7 @@
 // first tiles while the consumers finish the current one and load its Q, and a block's start-up
 // (barrier init, first fills) is paid once per SM instead of once per item: at 8 x 1024 an item
 // is only 1-8 key tiles. Where at most half of the items have rows (a mixed step: decode rows
-// beside a long prefill chunk, where B1 measured persistent blocks 12% slower end to end) and
+// beside a long prefill chunk, where a persistent block would walk hundreds of empty items) and
 // with FOLIO_PREFILL_PERSISTENT=0, one block per item instead.
 //
 // Protocol: v3pw's, with full barriers of count 1. For each fill the producer's lane 0 does
