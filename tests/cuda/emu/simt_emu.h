@@ -46,7 +46,7 @@ inline thread_local unsigned tid = 0;
 inline unsigned char* smem() {
   return cur->smem.data();
 }
-// __syncthreads; emu_async.h hooks in the race check's memory ordering (sync_hook_enter runs
+// __syncthreads; emu_block_sync.h hooks in the race check's memory ordering (sync_hook_enter runs
 // before the barrier, sync_hook_leave after it, then a second barrier).
 inline void (*sync_hook_enter)() = nullptr;
 inline void (*sync_hook_leave)() = nullptr;
@@ -61,7 +61,7 @@ inline void sync() {
 inline void warp_sync() {
   cur->warp_bar[tid / 32]->arrive_and_wait();
 }
-// __syncwarp: a warp barrier; emu_async.h hooks in the race check's memory ordering.
+// __syncwarp: a warp barrier; emu_block_sync.h hooks in the race check's memory ordering.
 inline void (*syncwarp_hook)() = nullptr;
 inline void syncwarp() {
   if (syncwarp_hook != nullptr)
@@ -82,7 +82,7 @@ inline int min(int a, int b) {
   return a < b ? a : b;
 }
 #define __syncthreads() emu::sync()
-#define __syncwarp() emu::syncwarp()
+#define __syncwarp(...) emu::syncwarp()  // any mask: the emulated warps are whole
 
 inline float __shfl_xor_sync(unsigned, float v, int mask) {
   const int lane = emu::tid % 32;

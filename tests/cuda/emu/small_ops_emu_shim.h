@@ -15,9 +15,6 @@ inline float rsqrtf(float x) {
 inline float __fmul_rn(float a, float b) {
   return a * b;
 }
-inline void __syncwarp(unsigned = 0xffffffffu) {
-  emu::warp_sync();
-}
 
 namespace emu {
 
