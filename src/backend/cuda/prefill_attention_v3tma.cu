@@ -59,26 +59,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   Barriers& bar = v3pw_ring::barriers(b);
   v3tma_ring::init_tma_barriers(bar);
   __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
-  const int n_items = a.row_tiles * num_seqs * a.num_kv_heads;
   const bool producer = threadIdx.x / 32 == v3pw_ring::kProducerWarp;
   if (producer && threadIdx.x % 32 == 0) {
     tma_prefetch_map(&maps.k_page);
     tma_prefetch_map(&maps.v_page);
   }
-  int g = 0;  // ring fills so far (producer and consumers count the same items' tiles)
-  for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
-    v3tma_ring::take_item(b, i, num_seqs);
-    if (!b.live) continue;  // a row tile past this sequence's rows
+  v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
     if (producer) {
       v3tma_ring::produce_tma(b, bar, maps, g);
     } else {
-      if (g > 0) named_barrier_sync(v3tma_ring::kQBarrier + b.wg, 128);  // Q is free again
-      v3tma_ring::load_q_warpgroup(b);
+      v3tma_ring::load_q_warpgroup(b, g);
       // The producer moves on to the next item's tiles while this one finishes.
       v3pw_ring::consume_tiles</*kFence=*/false>(b, bar, g, /*more_items=*/true);
     }
-    g += b.n_tiles;
-  }
+  });
 #endif
 }
 

@@ -98,13 +98,30 @@ __device__ __forceinline__ void take_item(Blk<T>& b, int i, int num_seqs) {
   b.set_item(i / per_tile, rem / b.a.num_kv_heads, rem % b.a.num_kv_heads);
 }
 
-// A consumer warpgroup's 64 Q rows by cp.async, made visible to its wgmmas (async proxy) before
-// its first S; the warpgroup meets at named barrier kQBarrier + wg. In a persistent block the
-// caller first syncs the warpgroup on the same barrier, so that no warp overwrites Q while another
-// warp's part of the previous item's last S might still read it.
+// Calls fn(g) for each of this block's work items that has rows (blockIdx.x, + gridDim.x, ...),
+// with b set to the item and g the ring position of its tile 0: producer and consumers walk the
+// same items, so they count the same ring positions.
+template <typename T, typename F>
+__device__ __forceinline__ void for_each_item(Blk<T>& b, int num_seqs, F&& fn) {
+  const int n_items = b.a.row_tiles * num_seqs * b.a.num_kv_heads;
+  int g = 0;
+  for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
+    take_item(b, i, num_seqs);
+    if (!b.live) continue;  // a row tile past this sequence's rows
+    fn(g);
+    g += b.n_tiles;
+  }
+}
+
+// A consumer warpgroup's 64 Q rows of the item at ring position g by cp.async, made visible to
+// its wgmmas (async proxy) before its first S; the warpgroup meets at named barrier
+// kQBarrier + wg. For a later item of a persistent block (g > 0) the warpgroup first syncs on the
+// same barrier, so that no warp overwrites Q while another warp's part of the previous item's
+// last S might still read it.
 constexpr int kQBarrier = 1;  // ids 1 and 2
 template <typename T>
-__device__ __forceinline__ void load_q_warpgroup(const Blk<T>& b) {
+__device__ __forceinline__ void load_q_warpgroup(const Blk<T>& b, int g) {
+  if (g > 0) named_barrier_sync(kQBarrier + b.wg, 128);
   b.load_q_rows(b.wg_r0, 64, threadIdx.x % 128, 128);
   cp_async_commit();
   cp_async_wait<0>();

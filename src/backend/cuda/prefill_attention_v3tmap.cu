@@ -166,7 +166,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   Barriers& bar = v3pw_ring::barriers(b);
   v3tma_ring::init_tma_barriers(bar);
   __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
-  const int n_items = a.row_tiles * num_seqs * a.num_kv_heads;
   const int warp = threadIdx.x / 32;
   if (warp >= kProducerWarp) {
     setmaxnreg_dec<kProducerRegs>();
@@ -175,25 +174,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       tma_prefetch_map(&maps.k_page);
       tma_prefetch_map(&maps.v_page);
     }
-    int g = 0;
-    for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
-      v3tma_ring::take_item(b, i, num_seqs);
-      if (!b.live) continue;
-      v3tma_ring::produce_tma(b, bar, maps, g);
-      g += b.n_tiles;
-    }
+    v3tma_ring::for_each_item(b, num_seqs,
+                              [&](int g) { v3tma_ring::produce_tma(b, bar, maps, g); });
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
-  int g = 0;  // ring fills so far, counted as the producer counts them
-  for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
-    v3tma_ring::take_item(b, i, num_seqs);
-    if (!b.live) continue;
-    if (g > 0) named_barrier_sync(v3tma_ring::kQBarrier + b.wg, 128);  // Q is free again
-    v3tma_ring::load_q_warpgroup(b);
+  v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
+    v3tma_ring::load_q_warpgroup(b, g);
     consume_item(b, bar, g);
-    g += b.n_tiles;
-  }
+  });
 #endif
 }
 

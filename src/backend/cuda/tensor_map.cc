@@ -1,5 +1,7 @@
 #include "backend/cuda/tensor_map.h"
 
+#include "backend/cuda/tensor_map_check.h"
+
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
@@ -30,11 +32,7 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
 
 Status encode_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
                               int head_dim, int box_slots) {
-  if (head_dim % 64 != 0 || num_kv_heads <= 0 || box_slots < 1 || box_slots > 256)
-    return invalid_argument("tensor map: head_dim " + std::to_string(head_dim) + ", box " +
-                            std::to_string(box_slots));
-  if (reinterpret_cast<uintptr_t>(cache) % 16 != 0)
-    return invalid_argument("tensor map: the cache is not 16-byte aligned");
+  FOLIO_RETURN_IF_ERROR(check_paged_cache_map(cache, num_kv_heads, head_dim, box_slots));
   const PFN_cuTensorMapEncodeTiled_v12000 encode = encoder();
   if (encode == nullptr) return unimplemented("tensor map: the driver has no cuTensorMapEncodeTiled");
   const CUtensorMapDataType type =

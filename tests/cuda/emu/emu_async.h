@@ -30,10 +30,8 @@
 // stage without waiting on its full barrier reads stale data, and the race check sees the
 // write's missing happens-before. They write through the async proxy: no fence needed after.
 //
-// Named barriers: per id, arrivals counted in threads; the count-th completes the barrier and
-// releases the threads in bar.sync (ids 1-15; a count that differs within one phase fails). With
-// the race check they carry clocks: every arrival releases into the barrier's phase, every
-// thread released from bar.sync acquires it (bar.sync orders the participants' memory accesses).
+// Named barriers (bar.sync / bar.arrive) and the race check's hooks into __syncthreads,
+// __syncwarp and wgmma: emu_block_sync.h, on this state.
 //
 // Deadlock: a waiter that finds its phase incomplete sleeps; if every thread of the block has
 // exited or waits (on an mbarrier phase that is incomplete with no bundle left that could
@@ -466,95 +464,6 @@ inline bool mbarrier_try_wait_parity(uint32_t addr, uint32_t parity) {
   }
   s.waits[tid].on = false;
   return acquired();
-}
-
-// ---- named barriers ----
-
-// bar.sync (wait) / bar.arrive on barrier `id` with `count` threads: the count-th arrival
-// completes the barrier and releases the threads in bar.sync on it. Barrier 0 is
-// __syncthreads' (simt_emu.h) and is not emulated here.
-inline void named_barrier(int id, int count, bool wait) {
-  std::unique_lock<std::mutex> lk(cur->mu);
-  AsyncState& s = async_state();
-  if (id <= 0 || id >= 16 || count <= 0 || count % 32 != 0 || count > cur->threads)
-    async_fail("named barrier: bad id or thread count");
-  auto& n = s.named[id];
-  if (n.arrived == 0)
-    n.count = count;
-  else if (n.count != count)
-    async_fail("named barrier: arrivals with different thread counts");
-  const uint64_t gen = n.generation;
-  if (s.race) race::join(n.acc, race::release(*s.race, tid));
-  if (++n.arrived == count) {
-    n.arrived = 0;
-    n.done[gen & 1u] = std::move(n.acc);
-    n.acc.clear();
-    ++n.generation;
-    ++s.events;
-    cur->cv.notify_all();
-  }
-  if (!wait) return;
-  s.waits[tid] = {true, true, static_cast<uint32_t>(id), 0, gen};
-  auto start = std::chrono::steady_clock::now();
-  uint64_t seen = s.events;
-  while (s.named[id].generation == gen) {
-    if (deadlocked_locked(s)) report_deadlock_locked(s, "deadlock");
-    cur->cv.wait_for(lk, std::chrono::milliseconds(200));
-    if (s.events != seen) {
-      seen = s.events;
-      start = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
-      report_deadlock_locked(s, "no barrier progress for 60 s");
-    }
-  }
-  s.waits[tid].on = false;
-  if (s.race) race::acquire(*s.race, tid, s.named[id].done[gen & 1u]);
-}
-
-// ---- race-check hooks (emu_race.h) ----
-
-// __syncwarp: a warp barrier that also orders the lanes' memory accesses.
-inline void syncwarp_with_clocks() {
-  {
-    std::lock_guard<std::mutex> lk(cur->mu);
-    AsyncState& s = async_state();
-    if (s.race) race::syncwarp_arrive(*s.race, tid);
-  }
-  warp_sync();
-  std::lock_guard<std::mutex> lk(cur->mu);
-  AsyncState& s = async_state();
-  if (s.race) race::syncwarp_leave(*s.race, tid);
-}
-// __syncthreads: every thread releases into the block's clock, then acquires it.
-inline void syncthreads_enter() {
-  std::lock_guard<std::mutex> lk(cur->mu);
-  AsyncState& s = async_state();
-  if (s.race) race::syncthreads_arrive(*s.race, tid);
-}
-inline void syncthreads_leave() {
-  std::lock_guard<std::mutex> lk(cur->mu);
-  AsyncState& s = async_state();
-  if (s.race) race::syncthreads_leave(*s.race, tid);
-}
-inline const bool sync_hooks_set = [] {
-  syncwarp_hook = &syncwarp_with_clocks;
-  sync_hook_enter = &syncthreads_enter;
-  sync_hook_leave = &syncthreads_leave;
-  return true;
-}();
-
-// A wgmma's shared-memory reads by this thread: checked at issue, recorded when it runs.
-template <typename Addrs>
-inline void wgmma_reads(const Addrs& addrs, bool at_issue) {
-  std::lock_guard<std::mutex> lk(cur->mu);
-  AsyncState& s = async_state();
-  if (!s.race) return;
-  for (uint32_t a : addrs) {
-    if (at_issue)
-      race::read_issue(*s.race, tid, a);
-    else
-      race::read_run(*s.race, tid, a);
-  }
 }
 
 }  // namespace emu

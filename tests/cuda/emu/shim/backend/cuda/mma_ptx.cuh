@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "emu_async.h"
+#include "emu_block_sync.h"
 #include "simt_emu.h"
 
 namespace folio::cuda {

@@ -1,8 +1,8 @@
 // Emulated stand-in for src/backend/cuda/named_barrier_ptx.cuh (same API, host code): the model
-// (arrival counting per id, deadlock report) is in emu_async.h.
+// (arrival counting per id, deadlock report) is in emu_block_sync.h.
 #pragma once
 
-#include "emu_async.h"
+#include "emu_block_sync.h"
 
 namespace folio::cuda {
 

@@ -1,6 +1,6 @@
 // Emulated stand-in for src/backend/cuda/tensor_map.h (same API): the map's opaque bytes hold an
 // EmuTensorMap (base address, dimensions, byte strides, box, element size) that the emulated TMA
-// copy (shim tma_ptx.cuh) decodes. The argument checks are the real ones.
+// copy (shim tma_ptx.cuh) decodes. The argument checks are the real ones (tensor_map_check.h).
 #pragma once
 
 #include <cuda.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/cuda/dtype.h"
+#include "backend/cuda/tensor_map_check.h"
 #include "base/status.h"
 
 namespace folio::cuda {
@@ -25,11 +26,7 @@ static_assert(sizeof(EmuTensorMap) <= sizeof(CUtensorMap), "fits the opaque map"
 
 inline Status encode_paged_cache_map(CUtensorMap* map, DType, const void* cache, int num_kv_heads,
                                      int head_dim, int box_slots) {
-  if (head_dim % 64 != 0 || num_kv_heads <= 0 || box_slots < 1 || box_slots > 256)
-    return invalid_argument("tensor map: head_dim " + std::to_string(head_dim) + ", box " +
-                            std::to_string(box_slots));
-  if (reinterpret_cast<uintptr_t>(cache) % 16 != 0)
-    return invalid_argument("tensor map: the cache is not 16-byte aligned");
+  FOLIO_RETURN_IF_ERROR(check_paged_cache_map(cache, num_kv_heads, head_dim, box_slots));
   const uint64_t row = static_cast<uint64_t>(head_dim) * 2;
   const EmuTensorMap m{static_cast<const unsigned char*>(cache),
                        {static_cast<uint64_t>(head_dim), static_cast<uint64_t>(num_kv_heads),

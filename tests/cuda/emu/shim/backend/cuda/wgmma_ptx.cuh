@@ -10,7 +10,7 @@
 // records itself; it runs, reading its accumulator and A registers and shared memory then, when a
 // wgmma.wait_group retires its commit group. So a kernel that reads an accumulator before the
 // wait, or writes accumulator / A registers or the tile before it, gets wrong results here.
-// Two checks besides (emu_async.h): a wgmma's shared-memory operands (the part this thread's
+// Two checks besides (emu_async.h, emu_block_sync.h): a wgmma's shared-memory operands (the part this thread's
 // entries read) are hashed at issue and again when it runs, and a change in between fails: the
 // tile was overwritten while the wgmma was in flight (a stage released or refilled too early).
 // And a wgmma issued after an mbarrier wait on cp.async-filled data without fence.proxy.async in
@@ -23,7 +23,7 @@
 #include <functional>
 #include <vector>
 
-#include "emu_async.h"
+#include "emu_block_sync.h"
 #include "simt_emu.h"
 
 namespace folio::cuda {
