@@ -9,6 +9,7 @@
 #include "backend/cuda/rms_norm.h"
 #include "backend/cuda/rope.h"
 #include "backend/cuda/silu_and_mul.h"
+#include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/split_qkv.h"
 #include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
@@ -240,11 +241,19 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   mark("all_reduce");
   FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
   mark("rms_norm");
-  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I, H,
-                                        false, stream));
-  mark("gate_up_gemm");
-  FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, stream));
-  mark("silu_mul");
+  if (fused_gate_up_silu && gemm->routes_to_skinny(T, 2 * I, H, normed.data(), w.gate_up,
+                                                    act.data())) {
+    // Decode at batch 1: gate_up and silu_and_mul in one skinny launch (bit-identical).
+    FOLIO_RETURN_IF_ERROR(
+        cuda::skinny_gemm_silu(dt, normed.data(), w.gate_up, act.data(), T, I, H, stream));
+    mark("gate_up_silu");
+  } else {
+    FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I,
+                                          H, false, stream));
+    mark("gate_up_gemm");
+    FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, stream));
+    mark("silu_mul");
+  }
   FOLIO_RETURN_IF_ERROR(
       gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, stream));
   mark("down_gemm");

@@ -105,6 +105,9 @@ struct CudaLlamaExecutor::Impl {
   void* stream = nullptr;
   // One qkv_post launch instead of split_qkv .. reshape_and_cache (FOLIO_QKV_POST=0: the chain).
   bool fused_qkv_post = true;
+  // At m where gate_up runs on the skinny kernel: silu_and_mul folded into it
+  // (skinny_gemm_silu; FOLIO_FUSED_SILU=0: the two launches).
+  bool fused_gate_up_silu = true;
 
   // CUDA graphs of decode steps (cuda_llama_graphs.cc), one per batch-size bucket: captured on
   // the second step of a bucket (the first, eager, creates the GEMM plans), replayed after.

@@ -3,10 +3,13 @@
 // FOLIO_CUDA_BENCH=1, the Llama-3-8B decode shapes: skinny vs cuBLASLt, weights evicted from L2.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
+#include <string>
 
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/silu_and_mul.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "cuda_test_util.h"
 
@@ -62,6 +65,42 @@ TEST(SkinnyGemm, MatchesReference) {
         }
 }
 
+// skinny_gemm_silu is gate_up then silu_and_mul in one launch: the same bits as the two
+// launches (same per-row sums, same rounding points), and close to an fp64 reference.
+TEST(SkinnyGemm, SiluFusedEqualsGemmThenSiluAndMul) {
+  FOLIO_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  for (DType dt : {DType::kBF16, DType::kFP16})
+    for (int m : {1, 2, 3, 4})
+      for (auto [inter, k] : {std::pair{37, 8}, std::pair{100, 1032}, std::pair{3, 4096},
+                              std::pair{1433, 4096}}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " m " + std::to_string(m) + " inter " +
+                     std::to_string(inter) + " k " + std::to_string(k));
+        auto x = testing::rounded(dt, testing::random_vec(static_cast<size_t>(m) * k, rng));
+        auto w = testing::rounded(dt, testing::random_vec(static_cast<size_t>(2) * inter * k, rng));
+        DevTensor dx = DevTensor::upload(dt, x), dw = DevTensor::upload(dt, w);
+        DevTensor gate_up = DevTensor::poisoned(dt, static_cast<size_t>(m) * 2 * inter);
+        DevTensor two = DevTensor::poisoned(dt, static_cast<size_t>(m) * inter);
+        DevTensor fused = DevTensor::poisoned(dt, static_cast<size_t>(m) * inter);
+        FOLIO_ASSERT_OK(skinny_gemm(dt, dx.data(), dw.data(), gate_up.data(), m, 2 * inter, k,
+                                    false, nullptr, SkinnyVariant::kRows4Unroll2));
+        FOLIO_ASSERT_OK(silu_and_mul(dt, gate_up.data(), two.data(), m, inter, nullptr));
+        FOLIO_ASSERT_OK(
+            skinny_gemm_silu(dt, dx.data(), dw.data(), fused.data(), m, inter, k, nullptr));
+        const std::vector<float> got = fused.download();
+        EXPECT_EQ(got, two.download());
+        const auto g = reference(x, w, {}, m, 2 * inter, k, false);
+        std::vector<float> want(static_cast<size_t>(m) * inter);
+        for (int r = 0; r < m; ++r)
+          for (int i = 0; i < inter; ++i) {
+            const double a = g[static_cast<size_t>(r) * 2 * inter + i];
+            const double b = g[static_cast<size_t>(r) * 2 * inter + inter + i];
+            want[static_cast<size_t>(r) * inter + i] = static_cast<float>(a / (1 + std::exp(-a)) * b);
+          }
+        EXPECT_LT(testing::rel_error(got, want), 2e-2);
+      }
+}
+
 TEST(SkinnyGemm, GemmRoutesSmallMAndAgreesWithCublas) {
   FOLIO_REQUIRE_GPU();
   std::mt19937 rng(4);
@@ -76,6 +115,8 @@ TEST(SkinnyGemm, GemmRoutesSmallMAndAgreesWithCublas) {
     DevTensor b = DevTensor::poisoned(DType::kBF16, static_cast<size_t>(m) * n);
     FOLIO_ASSERT_OK((*gemm)->matmul_nt(DType::kBF16, dx.data(), dw.data(), a.data(), m, n, k, false,
                                        nullptr));
+    EXPECT_EQ((*gemm)->routes_to_skinny(m, n, k, dx.data(), dw.data(), a.data()),
+              m <= kSkinnyMaxM);
     if (m <= kSkinnyMaxM) {
       FOLIO_ASSERT_OK(
           skinny_gemm(DType::kBF16, dx.data(), dw.data(), b.data(), m, n, k, false, nullptr));

@@ -105,14 +105,19 @@ Result<std::unique_ptr<Gemm>> Gemm::create(size_t workspace_bytes, GemmAutotune 
   return std::unique_ptr<Gemm>(new Gemm(std::move(impl)));
 }
 
+bool Gemm::routes_to_skinny(int m, int n, int k, const void* x, const void* w,
+                            const void* y) const {
+  return m >= 1 && m <= impl_->skinny_max_m && skinny_gemm_supported(m, k, x, w, y) &&
+         size_t{2} * n * k > skinny_min_weight_bytes();
+}
+
 Status Gemm::matmul_nt(DType dtype, const void* x, const void* w, void* y, int m, int n, int k,
                        bool accumulate, void* stream) {
   if (m < 0 || n < 0 || k < 0) return invalid_argument("matmul_nt: negative dimension");
   if (m == 0 || n == 0) return Status();
   if (k == 0)  // an empty sum: cuBLASLt rejects k = 0
     return accumulate ? Status() : memset_async(y, 0, size_t{2} * m * n, stream);
-  if (m <= impl_->skinny_max_m && skinny_gemm_supported(m, k, x, w, y) &&
-      size_t{2} * n * k > skinny_min_weight_bytes())
+  if (routes_to_skinny(m, n, k, x, w, y))
     return skinny_gemm(dtype, x, w, y, m, n, k, accumulate, stream);
   Plan* p = nullptr;
   if (auto it = impl_->plans.find(Key{static_cast<int>(dtype), m, n, k, accumulate});

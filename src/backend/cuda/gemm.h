@@ -50,6 +50,10 @@ class Gemm {
   Status matmul_nt(DType dtype, const void* x, const void* w, void* y, int m, int n, int k,
                    bool accumulate, void* stream);
 
+  // True when matmul_nt sends this product to skinny_gemm (skinny_gemm.h) rather than cuBLASLt:
+  // callers use it to take a fused skinny kernel (skinny_gemm_silu) for the same product.
+  bool routes_to_skinny(int m, int n, int k, const void* x, const void* w, const void* y) const;
+
   // Creates (and tunes) the plan for a shape ahead of time; a no-op when it exists. The first form
   // times on the caller's operands (only read: x[m, k], w[n, k]; the executor's activation buffers
   // and weights), the second on transient device buffers it allocates (m·k + n·k elements) and

@@ -35,12 +35,19 @@ __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
 // under programmatic dependent launch (pdl.cuh) the weight stream starts while the kernel that
 // writes x is still running. fp32 FMAs, a warp reduction per (row, x row), one rounding to OutT
 // (y's old value added first when accumulate).
-template <typename T, typename OutT, int M, int R, int U>
+// kGated (the SwiGLU MLP's gate_up, w = [gate; up], each [n, k]): a warp's R rows are R / 2 gate
+// rows and the same R / 2 up rows, and it stores y[m, j] = silu(g) * u for its R / 2 outputs,
+// with g and u rounded to T first: bit for bit what gate_up then silu_and_mul.cu computes (the
+// same per-row summation order and rounding points), without the [m, 2n] intermediate and the
+// activation launch.
+template <typename T, typename OutT, int M, int R, int U, bool kGated = false>
 __global__ void __launch_bounds__(32 * kWarps)
     skinny_kernel(const T* __restrict__ x, const T* __restrict__ w, OutT* __restrict__ y, int n,
                   int k, bool accumulate) {
+  static_assert(!kGated || (R % 2 == 0 && sizeof(OutT) == sizeof(T)), "gated: R even, dtype out");
+  constexpr int kOutRows = kGated ? R / 2 : R;  // outputs per warp
   const int lane = threadIdx.x % 32;
-  const int row0 = (blockIdx.x * kWarps + threadIdx.x / 32) * R;
+  const int row0 = (blockIdx.x * kWarps + threadIdx.x / 32) * kOutRows;
   const int packs = k / 8;
   if (row0 >= n) {  // warp-uniform
     pdl_wait();
@@ -49,8 +56,11 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
   const uint4* wr[R];  // rows past n read row n - 1; their outputs are never stored
 #pragma unroll
-  for (int r = 0; r < R; ++r)
-    wr[r] = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(min(row0 + r, n - 1)) * k);
+  for (int r = 0; r < R; ++r) {
+    const int out_row = min(row0 + r % kOutRows, n - 1);
+    const int w_row = kGated && r >= kOutRows ? n + out_row : out_row;  // up rows follow gate's
+    wr[r] = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(w_row) * k);
+  }
   auto load = [&](uint4 (&v)[U][R], int p) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -96,21 +106,32 @@ __global__ void __launch_bounds__(32 * kWarps)
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int m = 0; m < M; ++m) acc[r][m] = warp_sum(acc[r][m]);
-  // Lane r * M + m stores (row0 + r, m).
+  if constexpr (kGated) {  // lane r * M + m stores (row0 + r, m)
 #pragma unroll
-  for (int r = 0; r < R; ++r)
+    for (int r = 0; r < kOutRows; ++r)
 #pragma unroll
-    for (int m = 0; m < M; ++m)
-      if (lane == r * M + m && row0 + r < n) {
-        OutT* out = y + static_cast<int64_t>(m) * n + row0 + r;
-        float v = acc[r][m];
-        if constexpr (sizeof(OutT) == sizeof(float)) {
-          *out = v;
-        } else {
-          if (accumulate) v += to_float(*out);
-          *out = from_float<OutT>(v);
+      for (int m = 0; m < M; ++m)
+        if (lane == r * M + m && row0 + r < n) {
+          const float g = to_float(from_float<T>(acc[r][m]));
+          const float u = to_float(from_float<T>(acc[r + kOutRows][m]));
+          y[static_cast<int64_t>(m) * n + row0 + r] = from_float<T>(g / (1.f + __expf(-g)) * u);
         }
-      }
+  } else {  // lane r * M + m stores (row0 + r, m)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+        if (lane == r * M + m && row0 + r < n) {
+          OutT* out = y + static_cast<int64_t>(m) * n + row0 + r;
+          float v = acc[r][m];
+          if constexpr (sizeof(OutT) == sizeof(float)) {
+            *out = v;
+          } else {
+            if (accumulate) v += to_float(*out);
+            *out = from_float<OutT>(v);
+          }
+        }
+  }
 }
 
 // FOLIO_SKINNY_VARIANT (r4u2, r2u4, r1u4, r1u8) replaces kDefault everywhere: for timing the
@@ -161,6 +182,15 @@ Status dispatch_m(const SkinnyProblem& pr, SkinnyVariant v, void* stream) {
   }
 }
 
+template <typename T, int M>
+Status launch_gated(const void* x, const void* w, void* y, int n, int k, void* stream) {
+  constexpr int kR = 4, kOutRows = kR / 2;  // r4u2's loads: 2 gate + 2 up rows per warp
+  const int blocks = (n + kWarps * kOutRows - 1) / (kWarps * kOutRows);
+  return launch_pdl(skinny_kernel<T, T, M, kR, 2, true>, dim3(blocks), dim3(32 * kWarps), 0,
+                    stream, "skinny_gated_kernel", static_cast<const T*>(x),
+                    static_cast<const T*>(w), static_cast<T*>(y), n, k, false);
+}
+
 }  // namespace
 
 Result<int> skinny_max_m_from_env() {
@@ -203,6 +233,22 @@ Status skinny_gemm_f32(DType dtype, const void* x, const void* w, float* y, int 
   SkinnyProblem pr{x, w, y, m, n, k, false};
   pr.f32_out = true;
   return skinny_gemm(dtype, pr, stream);
+}
+
+Status skinny_gemm_silu(DType dtype, const void* x, const void* w_gate_up, void* act, int m,
+                        int inter, int k, void* stream) {
+  if (!skinny_gemm_supported(m, k, x, w_gate_up, act))
+    return invalid_argument("skinny_gemm_silu: m must be in [1, " + std::to_string(kSkinnyMaxM) +
+                            "], k a multiple of 8, operands aligned");
+  if (inter <= 0) return Status();
+  return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
+    switch (m) {
+      case 1: return launch_gated<T, 1>(x, w_gate_up, act, inter, k, stream);
+      case 2: return launch_gated<T, 2>(x, w_gate_up, act, inter, k, stream);
+      case 3: return launch_gated<T, 3>(x, w_gate_up, act, inter, k, stream);
+      default: return launch_gated<T, 4>(x, w_gate_up, act, inter, k, stream);
+    }
+  });
 }
 
 }  // namespace folio::cuda

@@ -56,4 +56,10 @@ Status skinny_gemm(DType dtype, const void* x, const void* w, void* y, int m, in
 Status skinny_gemm_f32(DType dtype, const void* x, const void* w, float* y, int m, int n, int k,
                        void* stream);
 
+// The SwiGLU MLP's first half at small m: act[m, inter] = silu(x · gate^T) * (x · up^T), where
+// w_gate_up = [gate; up] is [2 inter, k]. Bit-identical to skinny_gemm into [m, 2 inter] then
+// silu_and_mul (silu_and_mul.h), in one launch and without the intermediate.
+Status skinny_gemm_silu(DType dtype, const void* x, const void* w_gate_up, void* act, int m,
+                        int inter, int k, void* stream);
+
 }  // namespace folio::cuda

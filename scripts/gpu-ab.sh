@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A/B runs of kernel variants on the GPU machine in one device call: correctness tests first,
+# then kernel benches, then Llama-3-8B dummy-weight end-to-end benches once per variant setting,
+# all from one carried build (scripts/gpu-executor.sh stage builds it into build-cudaexec/carry).
+#
+#   device run, carry ["build-cudaexec/carry"], command e.g.:
+#     TESTS='SkinnyGemm.*:SkinnyBulk.*' KBENCH='SkinnyGemm.Bench*' \
+#     B3_VARIANTS='FOLIO_SKINNY_VARIANT=r4u2 FOLIO_SKINNY_VARIANT=bulk' scripts/gpu-ab.sh
+#
+# Variables (each optional):
+#   TESTS        gtest filter of correctness tests (a failure stops the script before benches)
+#   KBENCH       gtest filter of FOLIO_CUDA_BENCH=1 kernel benches
+#   KBENCH_ENV   space-separated VAR=value settings, one kernel-bench run each ("-" = none)
+#   B3_VARIANTS  space-separated VAR=value settings ("-" = none), one B3 latency run each
+#                (batch 1, 128 in / 256 out, as in bench/results)
+#   LAT_ARGS     extra `folio bench latency` arguments for every B3 run (e.g. --batch-size 32)
+#   THROUGHPUT   extra arguments for one `folio bench throughput` per B3 variant (e.g.
+#                "--workload bench/workloads/sharegpt_like_1000.jsonl --max-num-seqs 1024
+#                --max-num-batched-tokens 16384"); unset = no throughput runs
+# Logs and JSON land under $OUT (at most 8 files come back: keep the settings few).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARRY=${BUILD:-build-cudaexec}/carry
+source scripts/gpu-carry.sh
+carry_unpack "$CARRY" || exit 1
+out=${OUT:-/tmp/folio-gpu-ab}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
+
+if [[ -n ${TESTS:-} ]]; then
+  echo "== tests: $TESTS"
+  timeout 240 "$CARRY/folio_cuda_tests" --gtest_filter="$TESTS" >"$out/tests.log" 2>&1
+  rc=$?
+  grep -E '^\[ *(FAILED|PASSED) *\]|Failure|tests ran' "$out/tests.log" | head -n 30
+  if ((rc != 0)); then echo "tests failed (exit $rc): no benches"; exit 1; fi
+fi
+
+if [[ -n ${KBENCH:-} ]]; then
+  for setting in ${KBENCH_ENV:--}; do
+    echo "== kernel bench $KBENCH ($setting)"
+    env $([[ $setting == - ]] || echo "$setting") FOLIO_CUDA_BENCH=1 timeout 200 \
+      "$CARRY/folio_cuda_tests" --gtest_filter="$KBENCH" 2>&1 | tee -a "$out/kbench.log" |
+      grep -vE '^\[ (RUN|  +OK) ' | grep -vE '^$' | tail -n 40
+  done
+fi
+
+m=(--device cuda --load-format dummy --model-config configs/llama-3-8b.json)
+i=0
+for setting in ${B3_VARIANTS:-}; do
+  i=$((i + 1))
+  echo "== B3 latency ($setting) ${LAT_ARGS:-}"
+  env $([[ $setting == - ]] || echo "$setting") timeout 150 "$CARRY/folio" bench latency "${m[@]}" \
+    --batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 1 --num-iters 3 \
+    ${LAT_ARGS:-} --output-json "$out/latency_$i.json" 2>&1 | grep -vE '^\[' | tail -n 5
+  if [[ -n ${THROUGHPUT:-} ]]; then
+    echo "== throughput ($setting) $THROUGHPUT"
+    env $([[ $setting == - ]] || echo "$setting") timeout 240 "$CARRY/folio" bench throughput \
+      "${m[@]}" $THROUGHPUT --output-json "$out/throughput_$i.json" 2>&1 | grep -vE '^\[' | tail -n 6
+  fi
+done
