@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Checks the v3 (wgmma) prefill kernels' logic on the CPU (no GPU): rewrites the launch-only lines
-# of src/backend/cuda/prefill_attention_{v3,v3n128,v3pw,v3pwpp,v3tma,v3tmap}.cu (and of v2, their
-# fallback for other head dims) for the host SIMT emulator (tests/cuda/emu), compiles them with
-# g++ against emulated mma_ptx.cuh and wgmma_ptx.cuh (the latter decodes the shared-memory matrix
-# descriptors from the PTX ISA's layout definitions), and runs them against a double-precision
-# reference, with NaN in the pool's slots past each sequence's end. What it checks: the swizzled
-# tile addressing, descriptor fields, fragment layouts, masking, the online softmax, the paged
-# K/V gather; for v3pw, v3pwpp, v3tma and v3tmap also the mbarrier protocol
+# of src/backend/cuda/prefill_attention_{v3,v3n128,v3pw,v3pwpp,v3tma,v3tmap,v3tmapp}.cu (and of v2,
+# their fallback for other head dims) for the host SIMT emulator (tests/cuda/emu), compiles them
+# with g++ against emulated mma_ptx.cuh and wgmma_ptx.cuh (the latter decodes the shared-memory
+# matrix descriptors from the PTX ISA's layout definitions), and runs them against a
+# double-precision reference, with NaN in the pool's slots past each sequence's end. What it checks:
+# the swizzled tile addressing, descriptor fields, fragment layouts, masking, the online softmax,
+# the paged K/V gather; for v3pw, v3pwpp, v3tma, v3tmap and v3tmapp also the mbarrier protocol
 # (tests/cuda/emu/emu_async.h: phases, parities and transaction bytes, cp.async and TMA copies
 # landing at the earliest and the latest legal time, deadlocks, operands overwritten under an
-# in-flight wgmma, the consumer-side proxy fence), and for the TMA kernels the tensor-map boxes,
-# the zero fill outside the tensor, the swizzle by address and persistent blocks walking several
-# work items (FOLIO_EMU_SMS blocks, default 2). What it cannot: PTX syntax, the memory model
-# beyond that, timing.
+# in-flight wgmma, the consumer-side proxy fence), and for the TMA kernels the tensor-map boxes, the
+# zero fill outside the tensor, the swizzle by address and persistent blocks walking several work
+# items (FOLIO_EMU_SMS blocks, default 2). What it cannot: PTX syntax, the memory model beyond that,
+# timing.
 # Needs a configured build folder for libfolio_base.a (BUILD, default build-cuda) and the CUDA
 # headers. A few minutes (one argument N runs only case N of each variant).
 set -euo pipefail
@@ -21,7 +21,7 @@ BUILD=${BUILD:-build-cuda}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for v in v2 v3 v3n128 v3pw v3pwpp v3tma v3tmap; do
+for v in v2 v3 v3n128 v3pw v3pwpp v3tma v3tmap v3tmapp; do
   src=src/backend/cuda/prefill_attention_$v.cu
   sed -e 's|extern __shared__ __align__(128) unsigned char smem_raw\[\];|unsigned char* smem_raw = emu::smem();|' \
     -e 's|kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);|(void)stream; emu::launch(kernel, grid, kThreads, bytes, a);|' \

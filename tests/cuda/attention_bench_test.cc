@@ -261,17 +261,18 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
     // Each variant's output is compared with v1's (a cross-check at the benchmark's shapes).
     const size_t out_elems = static_cast<size_t>(b.qs.back()) * kHeads * kDim;
     std::vector<float> v1_out;
-    for (PrefillKernel k : {PrefillKernel::kV1, PrefillKernel::kV2, PrefillKernel::kV2x2,
-                            PrefillKernel::kV3, PrefillKernel::kV3p, PrefillKernel::kV3pq,
-                            PrefillKernel::kV3n128, PrefillKernel::kV3pw, PrefillKernel::kV3pwpp,
-                            PrefillKernel::kV3tma, PrefillKernel::kV3tmap}) {
+    for (PrefillKernel k :
+         {PrefillKernel::kV1, PrefillKernel::kV2, PrefillKernel::kV2x2, PrefillKernel::kV3,
+          PrefillKernel::kV3p, PrefillKernel::kV3pq, PrefillKernel::kV3n128, PrefillKernel::kV3pw,
+          PrefillKernel::kV3pwpp, PrefillKernel::kV3tma, PrefillKernel::kV3tmap,
+          PrefillKernel::kV3tmapp}) {
       plan->kernel = k;
       FOLIO_ASSERT_OK(prefill_attention(p, *plan, nullptr));
       std::vector<float> got = download_bf16(out->data(), out_elems);
       if (v1_out.empty()) v1_out = got;
       const double us = median_us([&] { (void)prefill_attention(p, *plan, nullptr); });
       std::printf(
-          "K2 prefill %dx%d %-6s: %.1f us, %.1f TFLOP/s (causal FLOPs) = %.0f%% of GEMM, "
+          "K2 prefill %dx%d %-7s: %.1f us, %.1f TFLOP/s (causal FLOPs) = %.0f%% of GEMM, "
           "rel err vs v1 %.2e\n",
           c.batch, c.len, prefill_kernel_name(k), us, flops / us / 1e6,
           100.0 * flops / us / 1e6 / gemm_tflops, testing::rel_error(got, v1_out));

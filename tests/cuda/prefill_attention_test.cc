@@ -1,7 +1,7 @@
 // Causal paged prefill attention against the CPU reference, for each kernel variant (v1 wmma,
-// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 / v3pw / v3pwpp / v3tma / v3tmap wgmma): mixed query
-// lengths in one launch, chunked prefill over a cached prefix, decode rows in the same batch,
-// block sizes 1..128, head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and odd head counts,
+// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 / v3pw / v3pwpp / v3tma / v3tmap / v3tmapp wgmma):
+// mixed query lengths in one launch, chunked prefill over a cached prefix, decode rows in the same
+// batch, block sizes 1..128, head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and odd head counts,
 // contexts past 16k, NaN in the pool's slots past a sequence's end.
 #include "backend/cuda/prefill_attention.h"
 
@@ -78,6 +78,7 @@ constexpr auto kV3pw = PrefillKernel::kV3pw;
 constexpr auto kV3pwpp = PrefillKernel::kV3pwpp;
 constexpr auto kV3tma = PrefillKernel::kV3tma;
 constexpr auto kV3tmap = PrefillKernel::kV3tmap;
+constexpr auto kV3tmapp = PrefillKernel::kV3tmapp;
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrefillAttentionTest,
@@ -173,7 +174,14 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV3tmap, DType::kFP16, 16, 2, 128, 32},
         PrefillCase{kV3tmap, DType::kBF16, 8, 2, 128, 64},
         PrefillCase{kV3tmap, DType::kFP16, 6, 2, 128, 128},
-        PrefillCase{kV3tmap, DType::kFP16, 5, 5, 128, 1}),
+        PrefillCase{kV3tmap, DType::kFP16, 5, 5, 128, 1},
+        // v3tmapp (v3tma with ping-pong consumers).
+        PrefillCase{kV3tmapp, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV3tmapp, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3tmapp, DType::kFP16, 16, 2, 128, 32},
+        PrefillCase{kV3tmapp, DType::kBF16, 8, 2, 128, 64},
+        PrefillCase{kV3tmapp, DType::kFP16, 6, 2, 128, 128},
+        PrefillCase{kV3tmapp, DType::kFP16, 5, 5, 128, 1}),
     [](const auto& info) {
       const auto& c = info.param;
       return std::string(prefill_kernel_name(c.kernel)) + "_" + dtype_name(c.dt) + "_h" +
@@ -208,7 +216,7 @@ TEST_P(PrefillAttentionLongTest, TokenModePast16kFp16) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest,
                          ::testing::Values(kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw,
-                                           kV3pwpp, kV3tma, kV3tmap),
+                                           kV3pwpp, kV3tma, kV3tmap, kV3tmapp),
                          [](const auto& info) { return prefill_kernel_name(info.param); });
 
 TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {

@@ -1,7 +1,7 @@
 // Prefill attention: the plan, parameter checks and the choice of kernel variant (the kernels
 // are in prefill_attention_v1.cu, prefill_attention_v2.cu, prefill_attention_v3.cu,
 // prefill_attention_v3n128.cu, prefill_attention_v3pw.cu, prefill_attention_v3pwpp.cu,
-// prefill_attention_v3tma.cu and prefill_attention_v3tmap.cu).
+// prefill_attention_v3tma.cu, prefill_attention_v3tmap.cu and prefill_attention_v3tmapp.cu).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -35,6 +35,8 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v3tma";
     case PrefillKernel::kV3tmap:
       return "v3tmap";
+    case PrefillKernel::kV3tmapp:
+      return "v3tmapp";
   }
   return "?";
 }
@@ -53,6 +55,7 @@ PrefillKernel default_prefill_kernel() {
     if (v == "v3pwpp") return PrefillKernel::kV3pwpp;
     if (v == "v3tma") return PrefillKernel::kV3tma;
     if (v == "v3tmap") return PrefillKernel::kV3tmap;
+    if (v == "v3tmapp") return PrefillKernel::kV3tmapp;
     if (v == "v2x2") return PrefillKernel::kV2x2;
     // v3tma by default: on the H100 (2026-11-25) 299 / 497 TFLOP/s at 8x1024 / 1x8192 one
     // block per item, against v3's 210 / 307. Where its ring does not fit (head_dim other than
@@ -129,6 +132,8 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
       return prefill_detail::launch_v3tma(p, plan, stream);
     case PrefillKernel::kV3tmap:
       return prefill_detail::launch_v3tmap(p, plan, stream);
+    case PrefillKernel::kV3tmapp:
+      return prefill_detail::launch_v3tmapp(p, plan, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

@@ -9,7 +9,8 @@
 // on tensor cores (bf16/fp16 in, fp32 accumulate) and keeps an online softmax in fp32.
 //
 // Kernels (PrefillKernel; the plan picks
-// FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp|v3tma|v3tmap, default v3tma):
+// FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp|v3tma|v3tmap|v3tmapp, default
+// v3tma):
 //   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
 //         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
@@ -40,6 +41,8 @@
 //   v3tmap: v3tma with each warpgroup's S(t) and P(t-1)·V(t-1) in flight during its softmax
 //         (FA3's intra-warpgroup overlap; a producer warpgroup gives its registers to the
 //         consumers by setmaxnreg).
+//   v3tmapp: v3tma with v3pwpp's ping-pong of the two warpgroups (turns on named barriers), in
+//         v3tmap's shell (producer warpgroup, setmaxnreg).
 #pragma once
 
 #include <cstdint>
@@ -50,12 +53,14 @@
 
 namespace folio::cuda {
 
-enum class PrefillKernel { kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp, kV3tma, kV3tmap };
+enum class PrefillKernel {
+  kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp, kV3tma, kV3tmap, kV3tmapp
+};
 
 const char* prefill_kernel_name(PrefillKernel k);
 
-// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma or v3tmap; kV3tma
-// when unset or unknown.
+// FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma,
+// v3tmap or v3tmapp; kV3tma when unset or unknown.
 PrefillKernel default_prefill_kernel();
 
 struct PrefillPlan {

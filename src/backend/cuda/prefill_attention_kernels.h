@@ -44,4 +44,8 @@ Status launch_v3tma(const PagedAttentionParams& p, const PrefillPlan& plan, void
 // softmax (a producer warpgroup, registers reallocated by setmaxnreg); the same fallback.
 Status launch_v3tmap(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
 
+// v3tmapp: v3tma with v3pwpp's ping-pong of the two consumer warpgroups, in v3tmap's shell (a
+// producer warpgroup, registers reallocated by setmaxnreg); the same fallback.
+Status launch_v3tmapp(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
 }  // namespace folio::cuda::prefill_detail

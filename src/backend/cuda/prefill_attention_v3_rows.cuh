@@ -1,6 +1,6 @@
 // The plan's row tiles into Args<T> for the batch's dtype, shared by every v3-family prefill
-// launcher (v3/v3p/v3pq, v3n128, v3pw, v3pwpp, v3tma, v3tmap) and by the host emulator's stand-in
-// for prefill_attention_v3_launch.cuh (tests/cuda/emu/shim).
+// launcher (v3/v3p/v3pq, v3n128, v3pw, v3pwpp, v3tma, v3tmap, v3tmapp) and by the host emulator's
+// stand-in for prefill_attention_v3_launch.cuh (tests/cuda/emu/shim).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Internal to prefill_attention_v3tma.cu and prefill_attention_v3tmap.cu: the TMA producer of
+// Internal to prefill_attention_v3tma.cu, v3tmap.cu and v3tmapp.cu: the TMA producer of
 // v3pw's K/V stage ring (protocol in prefill_attention_v3tma.cu), the persistent blocks' work
 // items, the consumers' own Q load, and the host's choices (where the ring fits, persistence, the
 // tensor maps); the launch itself is prefill_attention_v3tma_launch.cuh.
@@ -115,18 +115,19 @@ __device__ __forceinline__ void for_each_item(Blk<T>& b, int num_seqs, F&& fn) {
 
 // A consumer warpgroup's 64 Q rows of the item at ring position g by cp.async, made visible to
 // its wgmmas (async proxy) before its first S; the warpgroup meets at named barrier
-// kQBarrier + wg. For a later item of a persistent block (g > 0) the warpgroup first syncs on the
+// kBarrier + wg. For a later item of a persistent block (g > 0) the warpgroup first syncs on the
 // same barrier, so that no warp overwrites Q while another warp's part of the previous item's
-// last S might still read it.
-constexpr int kQBarrier = 1;  // ids 1 and 2
-template <typename T>
+// last S might still read it. kBarrier: ids 1 and 2 by default; v3tmapp, whose turns take 1 and
+// 2, passes 3 (ids 3 and 4).
+constexpr int kQBarrier = 1;
+template <int kBarrier = kQBarrier, typename T>
 __device__ __forceinline__ void load_q_warpgroup(const Blk<T>& b, int g) {
-  if (g > 0) named_barrier_sync(kQBarrier + b.wg, 128);
+  if (g > 0) named_barrier_sync(kBarrier + b.wg, 128);
   b.load_q_rows(b.wg_r0, 64, threadIdx.x % 128, 128);
   cp_async_commit();
   cp_async_wait<0>();
   fence_proxy_async_smem();
-  named_barrier_sync(kQBarrier + b.wg, 128);
+  named_barrier_sync(kBarrier + b.wg, 128);
 }
 
 // ---- host ----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// The launch of the TMA-ring prefill kernels (v3tma, v3tmap) over their work items; the host
-// emulator has its own version of this header (tests/cuda/emu/shim) that runs them on the CPU.
+// The launch of the TMA-ring prefill kernels (v3tma, v3tmap, v3tmapp) over their work items; the
+// host emulator has its own version of this header (tests/cuda/emu/shim) that runs them on the CPU.
 #pragma once
 
 #include <algorithm>
