@@ -413,6 +413,26 @@ inline bool deadlocked_locked(const AsyncState& s) {
   std::_Exit(3);
 }
 
+// Blocks the calling thread (lock held in lk, released while it sleeps) until done() holds,
+// reporting a deadlock when no thread can make progress, or `stalled` after 60 s in which no
+// barrier event happened.
+template <typename Done>
+void wait_locked(AsyncState& s, std::unique_lock<std::mutex>& lk, Done&& done,
+                 const char* stalled) {
+  auto start = std::chrono::steady_clock::now();
+  uint64_t seen = s.events;
+  while (!done()) {
+    if (deadlocked_locked(s)) report_deadlock_locked(s, "deadlock");
+    cur->cv.wait_for(lk, std::chrono::milliseconds(200));
+    if (s.events != seen) {
+      seen = s.events;
+      start = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      report_deadlock_locked(s, stalled);
+    }
+  }
+}
+
 // mbarrier.try_wait.parity: may suspend before returning false, as the hardware may.
 inline bool mbarrier_try_wait_parity(uint32_t addr, uint32_t parity) {
   std::unique_lock<std::mutex> lk(cur->mu);
@@ -450,18 +470,7 @@ inline bool mbarrier_try_wait_parity(uint32_t addr, uint32_t parity) {
   };
   if (done()) return acquired();
   s.waits[tid] = {true, false, addr, parity, 0};
-  auto start = std::chrono::steady_clock::now();
-  uint64_t seen = s.events;
-  while (!done()) {
-    if (deadlocked_locked(s)) report_deadlock_locked(s, "deadlock");
-    cur->cv.wait_for(lk, std::chrono::milliseconds(200));
-    if (s.events != seen) {
-      seen = s.events;
-      start = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
-      report_deadlock_locked(s, "no mbarrier progress for 60 s");
-    }
-  }
+  wait_locked(s, lk, done, "no mbarrier progress for 60 s");
   s.waits[tid].on = false;
   return acquired();
 }

@@ -8,7 +8,6 @@
 // thread released from bar.sync acquires it (bar.sync orders the participants' memory accesses).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <mutex>
 
@@ -45,18 +44,8 @@ inline void named_barrier(int id, int count, bool wait) {
   }
   if (!wait) return;
   s.waits[tid] = {true, true, static_cast<uint32_t>(id), 0, gen};
-  auto start = std::chrono::steady_clock::now();
-  uint64_t seen = s.events;
-  while (s.named[id].generation == gen) {
-    if (deadlocked_locked(s)) report_deadlock_locked(s, "deadlock");
-    cur->cv.wait_for(lk, std::chrono::milliseconds(200));
-    if (s.events != seen) {
-      seen = s.events;
-      start = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
-      report_deadlock_locked(s, "no barrier progress for 60 s");
-    }
-  }
+  wait_locked(s, lk, [&] { return s.named[id].generation != gen; },
+              "no barrier progress for 60 s");
   s.waits[tid].on = false;
   if (s.race) race::acquire(*s.race, tid, s.named[id].done[gen & 1u]);
 }
