@@ -28,7 +28,7 @@
 #include "backend/cuda/prefill_attention_v3_launch.cuh"
 #include "backend/cuda/prefill_attention_v3tma.cuh"
 #include "backend/cuda/prefill_attention_v3tma_launch.cuh"
-#include "backend/cuda/setmaxnreg_ptx.cuh"
+#include "backend/cuda/prefill_attention_v3tma_wg.cuh"
 
 namespace folio::cuda::prefill_detail {
 namespace v3tmap {
@@ -43,9 +43,7 @@ using v3pw_ring::D;
 using v3pw_ring::kStages;
 using v3pw_ring::release;
 
-constexpr int kThreads = v3k::kThreads + 128;  // 2 consumer warpgroups + the producer's
-constexpr int kProducerWarp = v3k::kThreads / 32;
-constexpr int kConsumerRegs = 240, kProducerRegs = 24;
+constexpr int kThreads = v3tma_ring::kWgThreads;  // prefill_attention_v3tma_wg.cuh
 
 struct Slot {  // a tile's ring stage and the parity of its fill
   int st;
@@ -162,27 +160,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   __trap();  // wgmma, TMA and setmaxnreg need sm_90a (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  Blk<T> b(a, smem_raw);  // the producer's warps get a warpgroup index of 2, unused
-  Barriers& bar = v3pw_ring::barriers(b);
-  v3tma_ring::init_tma_barriers(bar);
-  __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
-  const int warp = threadIdx.x / 32;
-  if (warp >= kProducerWarp) {
-    setmaxnreg_dec<kProducerRegs>();
-    if (warp != kProducerWarp) return;
-    if (threadIdx.x % 32 == 0) {
-      tma_prefetch_map(&maps.k_page);
-      tma_prefetch_map(&maps.v_page);
-    }
-    v3tma_ring::for_each_item(b, num_seqs,
-                              [&](int g) { v3tma_ring::produce_tma(b, bar, maps, g); });
-    return;
-  }
-  setmaxnreg_inc<kConsumerRegs>();
-  v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
-    v3tma_ring::load_q_warpgroup(b, g);
-    consume_item(b, bar, g);
-  });
+  v3tma_ring::run_with_producer_warpgroup<v3tma_ring::kQBarrier>(
+      a, maps, num_seqs, smem_raw,
+      [](const Blk<T>& b, Barriers& bar, int g) { consume_item(b, bar, g); });
 #endif
 }
 

@@ -53,7 +53,7 @@
 #include "backend/cuda/prefill_attention_v3pp.cuh"
 #include "backend/cuda/prefill_attention_v3tma.cuh"
 #include "backend/cuda/prefill_attention_v3tma_launch.cuh"
-#include "backend/cuda/setmaxnreg_ptx.cuh"
+#include "backend/cuda/prefill_attention_v3tma_wg.cuh"
 
 namespace folio::cuda::prefill_detail {
 namespace v3tmapp {
@@ -63,10 +63,7 @@ using v3k::Args;
 using v3pw_ring::Barriers;
 using v3pw_ring::Blk;
 
-constexpr int kThreads = v3k::kThreads + 128;  // 2 consumer warpgroups + the producer's
-constexpr int kProducerWarp = v3k::kThreads / 32;
-constexpr int kConsumerRegs = 240, kProducerRegs = 24;
-static_assert(128 * kProducerRegs + v3k::kThreads * kConsumerRegs <= 65536, "register file");
+constexpr int kThreads = v3tma_ring::kWgThreads;  // prefill_attention_v3tma_wg.cuh
 
 // Q loads on named barriers 3 and 4, clear of the turns' 1 and 2 (and of 0, __syncthreads').
 constexpr int kQBarrier = v3pp::kTurnBarrier + 2;
@@ -79,28 +76,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   __trap();  // wgmma, TMA and setmaxnreg need sm_90a (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  Blk<T> b(a, smem_raw);  // the producer's warps get a warpgroup index of 2, unused
-  Barriers& bar = v3pw_ring::barriers(b);
-  v3tma_ring::init_tma_barriers(bar);
-  __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
-  const int warp = threadIdx.x / 32;
-  if (warp >= kProducerWarp) {
-    setmaxnreg_dec<kProducerRegs>();
-    if (warp != kProducerWarp) return;
-    if (threadIdx.x % 32 == 0) {
-      tma_prefetch_map(&maps.k_page);
-      tma_prefetch_map(&maps.v_page);
-    }
-    v3tma_ring::for_each_item(b, num_seqs,
-                              [&](int g) { v3tma_ring::produce_tma(b, bar, maps, g); });
-    return;
-  }
-  setmaxnreg_inc<kConsumerRegs>();
-  v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
-    v3tma_ring::load_q_warpgroup<kQBarrier>(b, g);
-    // TMA fills: no proxy fence; the producer moves on to the next item's tiles.
-    v3pp::consume</*kFence=*/false>(b, bar, g, /*more_items=*/true);
-  });
+  v3tma_ring::run_with_producer_warpgroup<kQBarrier>(
+      a, maps, num_seqs, smem_raw, [](const Blk<T>& b, Barriers& bar, int g) {
+        // TMA fills: no proxy fence; the producer moves on to the next item's tiles.
+        v3pp::consume</*kFence=*/false>(b, bar, g, /*more_items=*/true);
+      });
 #endif
 }
 
