@@ -13,6 +13,7 @@
 
 #include "backend/device_sampling.h"
 #include "backend/forward_batch.h"
+#include "backend/kv_cache_dtype.h"
 #include "base/status.h"
 
 namespace folio {
@@ -24,6 +25,7 @@ struct KvCacheShape {
   int block_size = 16;
   int num_blocks = 0;       // device blocks
   int num_swap_blocks = 0;  // host swap pool blocks
+  KvCacheDtype dtype = KvCacheDtype::kAuto;  // element storage (kv_cache_dtype.h)
 };
 
 class Executor {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "backend/kv_cache_dtype.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
 
@@ -33,6 +34,7 @@ struct CudaExecutorOptions {
   std::string dtype = "auto";          // auto (the checkpoint's; fp32 runs in bf16) | bfloat16 | float16
   double gpu_memory_utilization = 0.9;  // share of the GPU's total memory this executor may use
   int block_size = 16;                  // KV block size (1: token mode)
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // kFp8E4m3: one byte per K/V element
   bool cuda_graphs = true;              // replay decode steps as CUDA graphs (--enforce-eager: off)
   int num_blocks = 0;                   // explicit device KV blocks; 0: planned from memory
   double swap_space_gib = 0.0;          // pinned host swap pool
@@ -86,8 +88,10 @@ class CudaLlamaExecutor final : public Executor {
   // The failure of a copy/swap that the next execute() will return (ok when none).
   Status pending_error() const;
 
-  // Bytes of KV cache one block takes over all layers (K and V) in a 16-bit dtype.
-  static size_t kv_block_bytes(const ModelConfig& config, int block_size);
+  // Bytes of KV cache one block takes over all layers (K and V): 2 per element in the model's
+  // 16-bit dtype, 1 with an fp8 cache.
+  static size_t kv_block_bytes(const ModelConfig& config, int block_size,
+                               KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
 
   struct Impl;
 

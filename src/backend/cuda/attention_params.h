@@ -9,12 +9,14 @@
 #include <string>
 
 #include "backend/cuda/dtype.h"
+#include "backend/kv_cache_dtype.h"
 #include "base/status.h"
 
 namespace folio::cuda {
 
 struct PagedAttentionParams {
-  DType dtype = DType::kBF16;
+  DType dtype = DType::kBF16;     // q, out (and the cache, unless kv_dtype says otherwise)
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // kFp8E4m3: k_cache/v_cache hold e4m3 bytes
   int num_seqs = 0;
   int num_heads = 0;
   int num_kv_heads = 0;           // divides num_heads (MHA, GQA, MQA)

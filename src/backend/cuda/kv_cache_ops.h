@@ -12,16 +12,18 @@
 
 #include "backend/cuda/dtype.h"
 #include "backend/forward_batch.h"
+#include "backend/kv_cache_dtype.h"
 #include "base/status.h"
 
 namespace folio::cuda {
 
 // Writes the step's K and V ([num_tokens, kv_width], kv_width = num_kv_heads * head_dim) into
 // their cache rows at slot_mapping (device int64 [num_tokens]); negative slots are skipped.
-// One launch for K and V.
+// One launch for K and V. kv_dtype kFp8E4m3: the caches hold e4m3 bytes and each value is
+// converted from dtype (round to nearest even, saturating at +-448: base/fp8.h).
 Status reshape_and_cache(DType dtype, const void* k, const void* v, const int64_t* slot_mapping,
                          int num_tokens, int kv_width, void* k_cache, void* v_cache,
-                         void* stream);
+                         void* stream, KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
 
 // Copy-on-write: for every (src, dst) pair (device array [num_pairs]) copies block src over block
 // dst in each of the num_caches caches (device array of base pointers: e.g. every layer's K and

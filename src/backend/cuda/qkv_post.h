@@ -18,12 +18,16 @@
 #include <cstdint>
 
 #include "backend/cuda/dtype.h"
+#include "backend/kv_cache_dtype.h"
 #include "base/status.h"
 
 namespace folio::cuda {
 
 struct QkvPostParams {
   DType dtype = DType::kBF16;
+  // kFp8E4m3: k_cache/v_cache hold e4m3 bytes; each K/V value is rounded to dtype as before,
+  // then to e4m3 (saturating), so the cache holds what reshape_and_cache would write.
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;
   int num_tokens = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
