@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/kv_cache_dtype.h"
 #include "base/status.h"
 #include "sched/scheduler_config.h"
 
@@ -18,6 +19,9 @@ struct EngineConfig {
   int max_total_tokens = 0;           // token mode pool; 0: sized from kv_cache_memory_gib
   double kv_cache_memory_gib = 0.25;  // CPU backend: KV budget when no explicit size is given
   double swap_space_gib = 0.0;        // host swap pool
+  // --kv-cache-dtype: how K and V are stored (backend/kv_cache_dtype.h). kFp8E4m3 halves a
+  // 16-bit cache on the GPU; the CPU reference keeps fp32 storage holding the rounded values.
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
   // CUDA executor (added by the CUDA executor's author): the share of the GPU's memory the
   // engine may use (weights + activations + KV cache), and the weights' dtype
   // ("auto" | "bfloat16" | "float16").

@@ -19,6 +19,9 @@ KvCacheShape plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
   KvCacheShape kv;
   const bool token = c.kv_mode == KvCacheMode::kToken;
   kv.block_size = token ? 1 : c.block_size;
+  kv.dtype = c.kv_cache_dtype;
+  // The CPU reference stores fp8 K/V as e4m3-rounded values in fp32 (no byte-packed cache to
+  // convert on every read), so a block costs the same whatever the dtype: plan in fp32.
   const double block_bytes = static_cast<double>(CpuLlamaExecutor::kv_block_bytes(m, kv.block_size));
   const int explicit_size = token ? c.max_total_tokens : c.num_kv_blocks;
   if (explicit_size > 0) {
@@ -72,6 +75,7 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const
   x.dtype = c.dtype;
   x.gpu_memory_utilization = c.gpu_memory_utilization;
   x.block_size = token ? 1 : c.block_size;
+  x.kv_cache_dtype = c.kv_cache_dtype;
   x.num_blocks = token ? c.max_total_tokens : c.num_kv_blocks;
   x.swap_space_gib = c.swap_space_gib;
   x.max_num_batched_tokens = c.sched.max_num_batched_tokens;

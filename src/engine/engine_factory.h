@@ -19,7 +19,8 @@ struct LoadOptions {
 
 Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& options, EngineConfig config);
 
-// The KV cache shape the config asks for on this model (block size 1 in token mode).
+// The KV cache shape the config asks for on this model (block size 1 in token mode), for the
+// CPU executor: its dtype is the config's, its block count planned in fp32 (see the definition).
 KvCacheShape plan_kv_cache(const EngineConfig& config, const ModelConfig& model);
 
 }  // namespace folio

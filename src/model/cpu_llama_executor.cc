@@ -89,8 +89,9 @@ void CpuLlamaExecutor::attention_block(int l, const ForwardBatch& b, std::vector
   }
   cpu::apply_rope(q_.data(), b.positions.data(), T, config_.num_heads, hd, inv_freq_);
   cpu::apply_rope(k_.data(), b.positions.data(), T, config_.num_kv_heads, hd, inv_freq_);
+  // K after rope (and qk-norm), exactly what attention reads back; q is never rounded.
   cpu::reshape_and_cache(k_.data(), v_.data(), b.slot_mapping.data(), T, kv_size,
-                         k_cache_[l].data(), v_cache_[l].data());
+                         k_cache_[l].data(), v_cache_[l].data(), kv_.dtype);
   cpu::PagedAttentionArgs args;
   args.num_seqs = b.num_seqs();
   args.num_heads = config_.num_heads;

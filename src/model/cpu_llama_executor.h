@@ -15,8 +15,9 @@ namespace folio {
 
 class CpuLlamaExecutor final : public Executor {
  public:
-  // `kv.num_layers/num_kv_heads/head_dim` are taken from the config; block_size, num_blocks and
-  // num_swap_blocks from `kv`.
+  // `kv.num_layers/num_kv_heads/head_dim` are taken from the config; block_size, num_blocks,
+  // num_swap_blocks and dtype from `kv`. dtype kFp8E4m3: every K/V value is rounded to e4m3 as
+  // it is written (cpu::reshape_and_cache) and kept in fp32, so copies and swaps move it as is.
   CpuLlamaExecutor(ModelConfig config, LlamaWeights weights, KvCacheShape kv);
 
   std::string device_name() const override { return "cpu"; }
@@ -29,8 +30,13 @@ class CpuLlamaExecutor final : public Executor {
   void swap_out(std::span<const BlockCopy> copies) override;
   void swap_in(std::span<const BlockCopy> copies) override;
 
-  // Bytes of KV cache one block takes over all layers (K and V), in fp32.
+  // Bytes of KV cache one block takes over all layers (K and V), in fp32 (fp8 too: see above).
   static size_t kv_block_bytes(const ModelConfig& config, int block_size);
+
+  // One layer's K or V cache, [num_blocks * block_size, num_kv_heads, head_dim]: for tests that
+  // check what a step stored.
+  const std::vector<float>& k_cache(int layer) const { return k_cache_[layer]; }
+  const std::vector<float>& v_cache(int layer) const { return v_cache_[layer]; }
 
  private:
   void attention_block(int layer, const ForwardBatch& b, std::vector<float>& x);

@@ -84,15 +84,20 @@ int dtype_bytes(const ModelConfig& m) {
   return m.dtype == "float32" ? 4 : 2;
 }
 
-int64_t kv_bytes_per_token(const ModelConfig& m) {
-  return 2 * int64_t{m.num_layers} * m.num_kv_heads * m.head_dim * dtype_bytes(m);
+int kv_dtype_bytes(const ModelConfig& m, KvCacheDtype kv) {
+  return kv == KvCacheDtype::kFp8E4m3 ? 1 : dtype_bytes(m);
+}
+
+int64_t kv_bytes_per_token(const ModelConfig& m, KvCacheDtype kv) {
+  return 2 * int64_t{m.num_layers} * m.num_kv_heads * m.head_dim * kv_dtype_bytes(m, kv);
 }
 
 BandwidthFloor decode_bandwidth_floor(const ModelConfig& m, int batch, double mean_context,
-                                      double bandwidth_gbps) {
+                                      double bandwidth_gbps, KvCacheDtype kv) {
   BandwidthFloor f;
+  f.kv_dtype = kv;
   f.weight_bytes = static_cast<double>(decode_weight_params(m)) * dtype_bytes(m);
-  f.kv_bytes = batch * mean_context * static_cast<double>(kv_bytes_per_token(m));
+  f.kv_bytes = batch * mean_context * static_cast<double>(kv_bytes_per_token(m, kv));
   f.bytes_per_step = f.weight_bytes + f.kv_bytes;
   f.floor_s = bandwidth_gbps > 0 ? f.bytes_per_step / (bandwidth_gbps * 1e9) : 0.0;
   return f;
@@ -113,6 +118,7 @@ nlohmann::json latency_json(const LatencyConfig& c, const std::vector<LatencyIte
   return {{"batch_size", c.batch_size},
           {"input_len", c.input_len},
           {"output_len", c.output_len},
+          {"kv_cache_dtype", kv_cache_dtype_name(floor.kv_dtype)},
           {"num_iters", static_cast<int>(iters.size())},
           {"avg_latency", lat.mean},
           {"latencies", total},

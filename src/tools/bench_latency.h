@@ -6,7 +6,8 @@
 //
 // Beside the figure, the bandwidth floor of a decode step at batch B and mean context C:
 //   (weight bytes read + B * C * kv_bytes_per_token) / bandwidth
-// with the embedding table gathered, not read (docs/performance.md), C = N + M / 2.
+// with the embedding table gathered, not read (docs/performance.md), C = N + M / 2. Weights count
+// at the model's dtype; K/V at 1 byte per element with --kv-cache-dtype fp8.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/kv_cache_dtype.h"
 #include "base/status.h"
 #include "engine/engine_core.h"
 #include "model/model_config.h"
@@ -43,19 +45,24 @@ Result<std::vector<LatencyIteration>> run_latency(EngineCore& engine, const Late
 int64_t decode_weight_params(const ModelConfig& m);
 // Bytes per element of the model's dtype: 2 for bfloat16/float16, 4 for float32.
 int dtype_bytes(const ModelConfig& m);
+// Bytes per K/V element in a cache of `kv` storage: 1 for fp8, else dtype_bytes(m).
+int kv_dtype_bytes(const ModelConfig& m, KvCacheDtype kv);
 // K and V of one token over all layers.
-int64_t kv_bytes_per_token(const ModelConfig& m);
+int64_t kv_bytes_per_token(const ModelConfig& m, KvCacheDtype kv = KvCacheDtype::kAuto);
 
 struct BandwidthFloor {
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // the KV storage the floor assumes
   double weight_bytes = 0.0;
   double kv_bytes = 0.0;        // batch * context * kv_bytes_per_token
   double bytes_per_step = 0.0;
   double floor_s = 0.0;         // bytes_per_step / bandwidth
 };
 BandwidthFloor decode_bandwidth_floor(const ModelConfig& m, int batch, double mean_context,
-                                      double bandwidth_gbps);
+                                      double bandwidth_gbps,
+                                      KvCacheDtype kv = KvCacheDtype::kAuto);
 
-// avg/percentile latencies, mean TTFT and TPOT, the floor and floor / TPOT.
+// avg/percentile latencies, mean TTFT and TPOT, the floor and floor / TPOT, and the floor's
+// kv_cache_dtype.
 nlohmann::json latency_json(const LatencyConfig& c, const std::vector<LatencyIteration>& iters,
                             const BandwidthFloor& floor, double bandwidth_gbps);
 

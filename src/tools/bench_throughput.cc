@@ -56,6 +56,7 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
   r.peak_kv_blocks_used = s.peak_blocks_used;
   r.kv_num_blocks = engine.kv().num_total_blocks();
   r.kv_block_size = engine.kv().block_size();
+  r.kv_cache_dtype = kv_cache_dtype_name(engine.config().kv_cache_dtype);
   return r;
 }
 
@@ -76,7 +77,8 @@ nlohmann::json throughput_json(const ThroughputResult& r) {
           {"peak_running_sequences", r.peak_running_sequences},
           {"peak_kv_blocks_used", r.peak_kv_blocks_used},
           {"kv_num_blocks", r.kv_num_blocks},
-          {"kv_block_size", r.kv_block_size}};
+          {"kv_block_size", r.kv_block_size},
+          {"kv_cache_dtype", r.kv_cache_dtype}};
 }
 
 }  // namespace folio::tools

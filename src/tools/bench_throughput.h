@@ -29,6 +29,7 @@ struct ThroughputResult {
   int peak_kv_blocks_used = 0;
   int kv_num_blocks = 0;
   int kv_block_size = 0;
+  std::string kv_cache_dtype = "auto";  // the engine's --kv-cache-dtype (kv_cache_dtype_name)
 };
 
 // Errors (nothing run) when a request cannot fit the engine's context length; an engine
@@ -37,7 +38,8 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
                                         uint64_t seed);
 
 // requests_per_second, output_tokens_per_second, total_tokens_per_second, elapsed_seconds,
-// kv_slot_utilization, num_preemptions, peak_running_sequences, and the raw counts.
+// kv_slot_utilization, num_preemptions, peak_running_sequences, kv_cache_dtype and the raw
+// counts.
 nlohmann::json throughput_json(const ThroughputResult& r);
 
 // Aborts, when it goes out of scope, every request it saw added that is still live: an early

@@ -17,7 +17,8 @@ struct LatencyFlags {
 };
 
 void print_result(const nlohmann::json& j, const std::string& device) {
-  std::printf("Latency (%s), batch %d, %d in / %d out, %d iterations:\n", device.c_str(),
+  std::printf("Latency (%s, KV cache %s), batch %d, %d in / %d out, %d iterations:\n",
+              device.c_str(), j["kv_cache_dtype"].get<std::string>().c_str(),
               j["batch_size"].get<int>(), j["input_len"].get<int>(), j["output_len"].get<int>(),
               j["num_iters"].get<int>());
   std::printf("  avg latency %.4f s, p50 %.4f s, p99 %.4f s\n", j["avg_latency"].get<double>(),
@@ -55,7 +56,8 @@ int run(const LatencyFlags& f) {
   }
   const ModelConfig& m = (*engine)->model_config();
   const double mean_context = c.input_len + c.output_len / 2.0;
-  BandwidthFloor floor = decode_bandwidth_floor(m, c.batch_size, mean_context, f.bandwidth_gbps);
+  BandwidthFloor floor = decode_bandwidth_floor(m, c.batch_size, mean_context, f.bandwidth_gbps,
+                                                (*engine)->config().kv_cache_dtype);
   nlohmann::json j = latency_json(c, *iters, floor, f.bandwidth_gbps);
   const std::string device = (*engine)->executor().device_name();
   print_result(j, device);

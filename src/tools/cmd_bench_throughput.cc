@@ -33,9 +33,9 @@ void print_result(const ThroughputResult& r, const std::string& device) {
               r.num_requests, r.num_failed, static_cast<long long>(r.prompt_tokens),
               static_cast<long long>(r.output_tokens));
   std::printf("Wall time: %.3f s over %lld steps\n", t, static_cast<long long>(r.num_steps));
-  std::printf("KV slot utilization: %.1f%%, peak KV blocks: %d of %d (block size %d)\n",
+  std::printf("KV slot utilization: %.1f%%, peak KV blocks: %d of %d (block size %d, KV cache %s)\n",
               100.0 * r.kv_slot_utilization, r.peak_kv_blocks_used, r.kv_num_blocks,
-              r.kv_block_size);
+              r.kv_block_size, r.kv_cache_dtype.c_str());
   std::printf("Preemptions: %lld, peak concurrent sequences: %d\n",
               static_cast<long long>(r.num_preemptions), r.peak_running_sequences);
 }

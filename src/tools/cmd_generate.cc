@@ -35,6 +35,7 @@ json stats_json(const EngineCore& e) {
           {"prefix_cache_hit_tokens", kv.stats().prefix_hit_tokens},
           {"prefix_cache_query_tokens", kv.stats().prefix_query_tokens},
           {"kv_cache_mode", e.config().kv_mode == KvCacheMode::kToken ? "token" : "paged"},
+          {"kv_cache_dtype", kv_cache_dtype_name(e.config().kv_cache_dtype)},
           {"kv_block_size", kv.block_size()},
           {"kv_num_blocks", kv.num_total_blocks()},
           {"kv_blocks_free_at_end", kv.num_free_blocks()},

@@ -74,6 +74,7 @@ int run_serve(ServeFlags f) {
   }
   const int64_t kv_tokens = (*core)->kv_capacity_tokens();
   const int max_len = (*core)->max_model_len();
+  const KvCacheDtype kv_dtype = (*core)->config().kv_cache_dtype;
   std::string name =
       f.server.served_model_name.empty() ? f.engine.load.model_dir : f.server.served_model_name;
   AsyncEngine engine(std::move(*core), name, std::move(*tmpl));
@@ -85,7 +86,7 @@ int run_serve(ServeFlags f) {
   log_info("serving " + name + " on http://" + f.server.host + ":" + std::to_string(server.port()) +
            " (device " + f.engine.load.device + ", KV capacity " + std::to_string(kv_tokens) +
            " tokens = " + std::to_string(kv_tokens / std::max(1, max_len)) + " sequences of " +
-           std::to_string(max_len) + ")");
+           std::to_string(max_len) + ", KV cache dtype " + kv_cache_dtype_name(kv_dtype) + ")");
   server.wait();
   engine.shutdown();
   log_info("stopped");

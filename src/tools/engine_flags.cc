@@ -19,6 +19,11 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
   c->add_option("--model-config", f.load.model_config_file, "config.json for --load-format dummy");
   c->add_option("--kv-cache-mode", f.kv_cache_mode, "paged (PagedAttention) | token (TokenAttention)")
       ->check(CLI::IsMember({"paged", "token"}));
+  // No CLI11 check: parse_kv_cache_dtype gives the message (fp8_e5m2 is "not supported", not
+  // "not one of").
+  c->add_option("--kv-cache-dtype", f.kv_cache_dtype,
+                "KV cache storage: auto (the model's dtype) | fp8 | fp8_e4m3 (FP8 E4M3, scale 1.0: "
+                "half the bytes)");
   c->add_option("--block-size", f.block_size, "tokens per KV block (paged mode)")
       ->check(CLI::Range(1, 1024));
   c->add_option("--num-kv-blocks", f.num_kv_blocks, "KV blocks in the pool (0: from memory)")
@@ -74,6 +79,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.max_total_tokens = f.max_total_tokens;
   c.kv_cache_memory_gib = f.kv_cache_memory_gib;
   c.swap_space_gib = f.swap_space_gib;
+  FOLIO_ASSIGN_OR_RETURN(c.kv_cache_dtype, parse_kv_cache_dtype(f.kv_cache_dtype));
   c.gpu_memory_utilization = f.gpu_memory_utilization;
   c.dtype = f.dtype;
   c.tensor_parallel_size = f.tensor_parallel_size;

@@ -27,6 +27,7 @@ struct EngineFlags {
   double swap_space_gib = 0.0;
   double gpu_memory_utilization = 0.9;
   std::string dtype = "auto";
+  std::string kv_cache_dtype = "auto";  // checked by to_engine_config (parse_kv_cache_dtype)
   int tensor_parallel_size = 1;
   bool enable_prefix_caching = true;
   bool device_sampling = true;

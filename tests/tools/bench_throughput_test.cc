@@ -1,5 +1,6 @@
 // `folio bench throughput` for real, through the binary, on the llama_gqa fixture; `bench
-// latency` in process; the bandwidth floor against docs/performance.md's Llama-3-8B figures.
+// latency` in process; the bandwidth floor against docs/performance.md's Llama-3-8B figures
+// (and with an fp8 KV cache: half the KV bytes, the same weight bytes).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +92,19 @@ TEST(BenchThroughput, RealRunOnTheFixtureModel) {
   auto j = nlohmann::json::parse(slurp(json_path));
   expect_consistent(j, in_sum, out_sum);
   EXPECT_GT(j["peak_running_sequences"].get<int>(), 1);  // a roomy cache runs them together
+  EXPECT_EQ(j["kv_cache_dtype"], "auto");
+}
+
+TEST(BenchThroughput, Fp8KvCacheRunsAndIsReported) {
+  int64_t in_sum, out_sum;
+  const std::string wl = write_workload(in_sum, out_sum);
+  const std::string json_path = temp_path("tp_fp8.json");
+  std::string err;
+  ASSERT_EQ(run_folio("bench throughput --model " + kModel + " --workload " + wl +
+                      " --kv-cache-dtype fp8 --output-json " + json_path, &err), 0) << err;
+  auto j = nlohmann::json::parse(slurp(json_path));
+  expect_consistent(j, in_sum, out_sum);
+  EXPECT_EQ(j["kv_cache_dtype"], "fp8_e4m3");
 }
 
 TEST(BenchThroughput, SmallCachePreemptsAndStillFinishesEverything) {
@@ -147,6 +161,7 @@ TEST(BenchLatency, MeasuresPrefillAndDecode) {
   EXPECT_EQ((*engine)->counters().generated_tokens, 4 * 3 * 6);  // warm-up included
   BandwidthFloor f = decode_bandwidth_floor((*engine)->model_config(), 3, 27.0, 1.0);
   auto j = latency_json(c, *iters, f, 1.0);
+  EXPECT_EQ(j["kv_cache_dtype"], "auto");
   EXPECT_NEAR(j["floor_ratio"].get<double>(),
               j["floor_tpot_ms"].get<double>() / j["mean_tpot_ms"].get<double>(), 1e-9);
   c.batch_size = 1;
@@ -184,6 +199,14 @@ TEST(BenchLatency, Llama3_8bFloorMatchesPerformanceDoc) {
   // "batch 1: 4.48 ms/token on H100 (3.35 TB/s)"; "the floor at 3.0 TB/s is 5.0 ms".
   EXPECT_NEAR(decode_bandwidth_floor(*m, 1, 0.0, 3350).floor_s * 1e3, 4.48, 0.01);
   EXPECT_NEAR(decode_bandwidth_floor(*m, 1, 384.0, 3000).floor_s * 1e3, 5.0, 0.05);
+  // fp8 KV: one byte per K/V element, the weights still bf16.
+  EXPECT_EQ(kv_bytes_per_token(*m, KvCacheDtype::kFp8E4m3), 64 * 1024);
+  const BandwidthFloor bf16 = decode_bandwidth_floor(*m, 64, 1024.0, 3000);
+  const BandwidthFloor fp8 = decode_bandwidth_floor(*m, 64, 1024.0, 3000, KvCacheDtype::kFp8E4m3);
+  EXPECT_EQ(fp8.weight_bytes, bf16.weight_bytes);
+  EXPECT_EQ(fp8.kv_bytes, bf16.kv_bytes / 2);
+  EXPECT_EQ(fp8.kv_dtype, KvCacheDtype::kFp8E4m3);
+  EXPECT_EQ(latency_json(LatencyConfig{}, {}, fp8, 3000)["kv_cache_dtype"], "fp8_e4m3");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/fp8.h"
 #include "base/parallel_for.h"
 
 namespace folio::cpu {
@@ -79,14 +80,25 @@ void silu_and_mul(const float* gate_up, float* out, int rows, int inter) {
 }
 
 void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping, int num_tokens,
-                       int kv_width, float* k_cache, float* v_cache) {
+                       int kv_width, float* k_cache, float* v_cache, KvCacheDtype kv_dtype) {
+  const bool fp8 = kv_dtype == KvCacheDtype::kFp8E4m3;
   for (int t = 0; t < num_tokens; ++t) {
     int64_t slot = slot_mapping[t];
     if (slot < 0) continue;
-    std::memcpy(k_cache + slot * kv_width, k + static_cast<size_t>(t) * kv_width,
-                sizeof(float) * kv_width);
-    std::memcpy(v_cache + slot * kv_width, v + static_cast<size_t>(t) * kv_width,
-                sizeof(float) * kv_width);
+    const float* kt = k + static_cast<size_t>(t) * kv_width;
+    const float* vt = v + static_cast<size_t>(t) * kv_width;
+    float* kc = k_cache + slot * kv_width;
+    float* vc = v_cache + slot * kv_width;
+    if (!fp8) {
+      std::memcpy(kc, kt, sizeof(float) * kv_width);
+      std::memcpy(vc, vt, sizeof(float) * kv_width);
+      continue;
+    }
+    // Only the step's rows are rounded, once, as they are written; reads stay plain fp32.
+    for (int i = 0; i < kv_width; ++i) {
+      kc[i] = round_to_fp8_e4m3(kt[i]);
+      vc[i] = round_to_fp8_e4m3(vt[i]);
+    }
   }
 }
 

@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "backend/kv_cache_dtype.h"
+
 namespace folio::cpu {
 
 // y[m, n] = x[m, k] · w[n, k]^T  (w is a Hugging Face Linear weight, [out, in]).
@@ -31,9 +33,12 @@ void apply_rope(float* x, const int32_t* positions, int num_tokens, int num_head
 void silu_and_mul(const float* gate_up, float* out, int rows, int inter);
 
 // Writes each token's K and V ([num_tokens, num_kv_heads, head_dim]) into its cache slot.
-// A negative slot skips the token (padding).
+// A negative slot skips the token (padding). kv_dtype kFp8E4m3: each value is stored rounded to
+// the nearest e4m3 value (round_to_fp8_e4m3, saturating), still as a float: the reference of
+// the CUDA fp8 cache, whose bytes decode to exactly these values.
 void reshape_and_cache(const float* k, const float* v, const int64_t* slot_mapping, int num_tokens,
-                       int kv_width, float* k_cache, float* v_cache);
+                       int kv_width, float* k_cache, float* v_cache,
+                       KvCacheDtype kv_dtype = KvCacheDtype::kAuto);
 
 // Geometry of one attention call, shared by prefill and decode: causal attention of each
 // sequence's new tokens over all of its cached tokens, read through its block table.
