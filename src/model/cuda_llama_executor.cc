@@ -32,7 +32,7 @@ Status ensure_device(cuda::DeviceBuffer& buf, size_t bytes) {
 }
 
 size_t CudaLlamaExecutor::Impl::layer_block_bytes() const {
-  return static_cast<size_t>(kv.block_size) * config.kv_size() * cuda::dtype_size(dt);
+  return static_cast<size_t>(kv.block_size) * config.kv_size() * (kv_fp8() ? 1 : cuda::dtype_size(dt));
 }
 
 // Host-side checks of what the kernels would otherwise read out of bounds: token ids, slots,
@@ -136,6 +136,7 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
   } else {
     FOLIO_ASSIGN_OR_RETURN(prefill, cuda::plan_prefill_attention(b.query_start, config.num_heads,
                                                                  config.num_kv_heads));
+    if (split_mixed) FOLIO_RETURN_IF_ERROR(plan_step_attention(b));
   }
   FOLIO_RETURN_IF_ERROR(run_layers({T, b.num_seqs()}, d, c, all_decode ? &decode : nullptr,
                                    all_decode ? nullptr : &prefill, attn_workspace.data()));
@@ -178,6 +179,7 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
     // bit-identical to the chain below).
     cuda::QkvPostParams qp;
     qp.dtype = dt;
+    qp.kv_dtype = kv.dtype;
     qp.num_tokens = T;
     qp.num_heads = nh;
     qp.num_kv_heads = nkv;
@@ -208,11 +210,12 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
                                      nh, nkv, hd, stream));
     mark("rope");
     FOLIO_RETURN_IF_ERROR(cuda::reshape_and_cache(dt, k.data(), v.data(), d.slot_mapping, T, kvs,
-                                                  c.k[l], c.v[l], stream));
+                                                  c.k[l], c.v[l], stream, kv.dtype));
     mark("kv_write");
   }
   cuda::PagedAttentionParams p;
   p.dtype = dt;
+  p.kv_dtype = kv.dtype;
   p.num_seqs = sh.seqs;
   p.num_heads = nh;
   p.num_kv_heads = nkv;
@@ -227,8 +230,9 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   p.context_lens = d.context_lens;
   p.block_table_start = d.block_table_start;
   p.block_table = d.block_table;
-  FOLIO_RETURN_IF_ERROR(decode ? cuda::decode_attention(p, *decode, workspace, stream)
-                               : cuda::prefill_attention(p, *prefill, stream));
+  FOLIO_RETURN_IF_ERROR(decode        ? cuda::decode_attention(p, *decode, workspace, stream)
+                        : split_mixed ? step_attention(p)
+                                      : cuda::prefill_attention(p, *prefill, stream));
   mark(decode ? "attn_decode" : "attn_prefill");
   // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
   // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).

@@ -122,6 +122,33 @@ struct CudaLlamaExecutor::Impl {
   cuda::PinnedHostBuffer graph_host;
   int graph_steps = 0, eager_decode_steps = 0;  // for the executor's summary
 
+  // A step that is not all decodes, as groups of sequences (cuda_llama_step_attention.cc): runs
+  // of decodes through the decode kernel, runs of prefill chunks through the prefill kernel,
+  // which with an fp8 KV cache (kv.dtype == kFp8E4m3) reads a 16-bit scratch copy of the
+  // group's blocks (fp8_scratch_blocks blocks, at least one sequence of max_model_len).
+  // split_mixed: always with fp8; FOLIO_SPLIT_MIXED=1 for 16-bit caches too.
+  struct StepGroup {
+    bool decode = false;
+    int seq_begin = 0, seq_end = 0;    // sequences [seq_begin, seq_end) of the step
+    int pair_begin = 0, pair_end = 0;  // fp8: their (cache block, scratch block) pairs
+    cuda::DecodePlan decode_plan;      // over the group's context lengths
+    cuda::PrefillPlan prefill_plan;    // over the group's query_start
+  };
+  bool kv_fp8() const { return kv.dtype == KvCacheDtype::kFp8E4m3; }
+  bool split_mixed = false;
+  std::vector<StepGroup> step_groups;   // the current step's
+  std::vector<int32_t> fp8_table_host;  // block_table's CSR layout, scratch block ids
+  std::vector<BlockCopy> fp8_pairs_host;
+  cuda::PinnedHostBuffer fp8_host;
+  cuda::DeviceBuffer fp8_dev;  // [fp8_table | fp8_pairs] of the step
+  const int32_t* fp8_table = nullptr;
+  const BlockCopy* fp8_pairs = nullptr;
+  cuda::DeviceBuffer fp8_scratch_k, fp8_scratch_v;  // [fp8_scratch_blocks] 16-bit blocks each
+  int fp8_scratch_blocks = 0;
+  Status reserve_step_attention(int max_len);
+  Status plan_step_attention(const ForwardBatch& b);
+  Status step_attention(const cuda::PagedAttentionParams& p);
+
   // Attributes the op launched since the last mark to `stage` (no-op without a timer, and while
   // capturing: events on the legacy stream cannot be recorded then).
   void mark(const char* stage) {

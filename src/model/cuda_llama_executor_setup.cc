@@ -70,8 +70,9 @@ int CudaLlamaExecutor::vocab_size() const { return impl_->config.vocab_size; }
 const KvCacheShape& CudaLlamaExecutor::kv_shape() const { return impl_->kv; }
 const CudaMemoryReport& CudaLlamaExecutor::memory_report() const { return impl_->report; }
 
-size_t CudaLlamaExecutor::kv_block_bytes(const ModelConfig& c, int block_size) {
-  return 2ull * c.num_layers * block_size * c.kv_size() * 2;
+size_t CudaLlamaExecutor::kv_block_bytes(const ModelConfig& c, int block_size,
+                                         KvCacheDtype kv_dtype) {
+  return 2ull * c.num_layers * block_size * c.kv_size() * (kv_dtype == KvCacheDtype::kFp8E4m3 ? 1 : 2);
 }
 
 bool cuda_device_available() {
@@ -137,6 +138,7 @@ Status load_and_allocate(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int m
     FOLIO_RETURN_IF_ERROR(ensure_device(m.attn_workspace, plan.workspace_bytes));
   }
   m.max_model_len = max_len;
+  FOLIO_RETURN_IF_ERROR(m.reserve_step_attention(max_len));
   return m.init_graphs();  // before the profiling forward, so the KV budget sees its buffers
 }
 
@@ -167,7 +169,7 @@ Status allocate_kv(CudaLlamaExecutor::Impl& m, int max_len) {
   r.peak_bytes = mem.used_bytes();
   const double budget = m.options.gpu_memory_utilization * static_cast<double>(mem.total_bytes);
   r.kv_budget_bytes = budget > r.peak_bytes ? static_cast<size_t>(budget - r.peak_bytes) : 0;
-  r.kv_block_bytes = CudaLlamaExecutor::kv_block_bytes(m.config, m.kv.block_size);
+  r.kv_block_bytes = CudaLlamaExecutor::kv_block_bytes(m.config, m.kv.block_size, m.kv.dtype);
   const int bs = m.kv.block_size;
   Status planned;
   if (m.options.num_blocks > 0) {
@@ -256,6 +258,11 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   m->kv.num_kv_heads = m->config.num_kv_heads;
   m->kv.head_dim = config.head_dim;
   m->kv.block_size = options.block_size;
+  m->kv.dtype = options.kv_cache_dtype;
+  // copy_blocks moves 16-byte words: an fp8 block of an odd block size can fall short.
+  if (m->kv_fp8() && m->layer_block_bytes() % 16 != 0)
+    return unimplemented("--kv-cache-dtype fp8 needs block_size x kv_heads x head_dim (" +
+                         std::to_string(m->layer_block_bytes()) + ") to be a multiple of 16");
   const int max_len = options.max_model_len > 0 ? options.max_model_len
                                                 : config.max_position_embeddings;
   FOLIO_ASSIGN_OR_RETURN(cuda::MemoryInfo mem, cuda::memory_info());
@@ -277,7 +284,8 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
              gib(r.weight_bytes) + ", peak after profiling " + gib(r.peak_bytes) + " of " +
              gib(r.total_bytes) + "; KV cache " + std::to_string(r.num_blocks) + " blocks x " +
              std::to_string(options.block_size) + " = " +
-             std::to_string(static_cast<int64_t>(r.num_blocks) * options.block_size) + " tokens (" +
+             std::to_string(static_cast<int64_t>(r.num_blocks) * options.block_size) + " tokens, " +
+             (m->kv_fp8() ? "fp8_e4m3" : cuda::dtype_name(m->dt)) + " (" +
              gib(static_cast<double>(r.num_blocks) * r.kv_block_bytes) + "), " +
              std::to_string(r.max_len_seqs) + " sequences of " + std::to_string(max_len) +
              " tokens; swap " + std::to_string(m->kv.num_swap_blocks) + " blocks" +

@@ -2,8 +2,11 @@
 // mixed steps (prefill chunks after cached context, whole prompts, decodes), partial blocks,
 // scattered block ids, copy-on-write copies and a swap out/in round trip, block sizes 1 and 16,
 // Llama (head_dim 128, MQA-like group 4), Qwen2 (bias, tied) and Qwen3 (q/k norm). Every step's
-// logits must agree within bf16 accuracy.
+// logits must agree within bf16 accuracy. The _fp8 cases run both executors with an fp8 KV cache
+// (--kv-cache-dtype fp8): the GPU stores e4m3 bytes, dequantizes them for prefill steps and reads
+// them directly in decode steps; the CPU stores the same e4m3 values in fp32.
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <random>
 
@@ -126,6 +129,12 @@ struct Case {
   const char* name;
   TinyModelSpec spec;
   int block_size;
+  KvCacheDtype kv_dtype = KvCacheDtype::kAuto;
+  // fp8 only: the prefill scratch's size (FOLIO_FP8_SCRATCH_TOKENS) and max_model_len, its
+  // floor; small values split a step's sequences into several dequantize-and-attend groups.
+  const char* fp8_scratch_tokens = nullptr;
+  int max_model_len = 512;
+  bool split_mixed = false;  // FOLIO_SPLIT_MIXED=1: a 16-bit cache's mixed steps as groups too
 };
 
 class CudaVsCpu : public ::testing::TestWithParam<Case> {
@@ -147,17 +156,28 @@ TEST_P(CudaVsCpu, MixedStepsCopiesAndSwapsMatchTheCpuExecutor) {
   kv.block_size = bs;
   kv.num_blocks = num_blocks;
   kv.num_swap_blocks = num_swap;
+  kv.dtype = c.kv_dtype;
   CpuLlamaExecutor cpu(*config, std::move(*weights), kv);
   CudaExecutorOptions o;
   o.block_size = bs;
+  o.kv_cache_dtype = c.kv_dtype;
   o.num_blocks = num_blocks;
-  o.swap_space_gib = (num_swap + 0.5) * CudaLlamaExecutor::kv_block_bytes(*config, bs) / double(1ull << 30);
+  o.swap_space_gib = (num_swap + 0.5) * CudaLlamaExecutor::kv_block_bytes(*config, bs, c.kv_dtype) /
+                     double(1ull << 30);
   o.max_num_batched_tokens = 256;
-  o.max_model_len = 512;
+  o.max_model_len = c.max_model_len;
+  if (c.fp8_scratch_tokens) setenv("FOLIO_FP8_SCRATCH_TOKENS", c.fp8_scratch_tokens, 1);
+  if (c.split_mixed) setenv("FOLIO_SPLIT_MIXED", "1", 1);
   auto gpu = CudaLlamaExecutor::create(*config, &*ck, o);
+  unsetenv("FOLIO_FP8_SCRATCH_TOKENS");
+  unsetenv("FOLIO_SPLIT_MIXED");
   ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
   ASSERT_EQ((*gpu)->kv_shape().num_blocks, num_blocks);
   ASSERT_EQ((*gpu)->kv_shape().num_swap_blocks, num_swap);
+  if (c.kv_dtype == KvCacheDtype::kFp8E4m3) {  // one byte per element: half a 16-bit block
+    ASSERT_EQ((*gpu)->memory_report().kv_block_bytes * 2,
+              CudaLlamaExecutor::kv_block_bytes(*config, bs));
+  }
 
   const int V = config->vocab_size;
   const double tol = 2e-2;
@@ -199,7 +219,18 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama_hd128_bs1", spec("LlamaForCausalLM", 4, 1, 128, false), 1},
                       Case{"qwen2_bias_bs16", spec("Qwen2ForCausalLM", 4, 2, 64, true), 16},
                       Case{"qwen3_qknorm_bs1", spec("Qwen3ForCausalLM", 8, 2, 64, false), 1},
-                      Case{"qwen3_qknorm_bs16", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16}),
+                      Case{"qwen3_qknorm_bs16", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16},
+                      Case{"llama_hd128_bs16_split", spec("LlamaForCausalLM", 4, 1, 128, false),
+                           16, KvCacheDtype::kAuto, nullptr, 512, true},
+                      Case{"llama_hd128_bs16_fp8", spec("LlamaForCausalLM", 4, 1, 128, false), 16,
+                           KvCacheDtype::kFp8E4m3},
+                      Case{"llama_hd128_bs1_fp8", spec("LlamaForCausalLM", 4, 1, 128, false), 1,
+                           KvCacheDtype::kFp8E4m3},
+                      // Scratch of 64 tokens (4 blocks): step 1 runs as groups {s0}, {s1, s2}.
+                      Case{"llama_hd128_bs16_fp8_groups", spec("LlamaForCausalLM", 4, 1, 128, false),
+                           16, KvCacheDtype::kFp8E4m3, "1", 64},
+                      Case{"qwen3_qknorm_bs16_fp8", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16,
+                           KvCacheDtype::kFp8E4m3}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Decode steps replayed as CUDA graphs against the same engine run op by op (--enforce-eager):
 // the same greedy tokens wherever the eager run's top-2 gap exceeds fp16 noise, with batches
 // that shrink as requests finish (so steps move between graph buckets and get padded), on a
-// paged and a token-mode cache, and in a tiny pool that preempts.
+// paged and a token-mode cache, and in a tiny pool that preempts; with an fp8 KV cache too, whose
+// tokens must also stay those of the 16-bit cache wherever the top-2 gap exceeds fp8's noise.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -37,7 +38,8 @@ struct EngineRun {
   int graph_steps = 0;
 };
 
-EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_blocks) {
+EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_blocks,
+              KvCacheDtype kv_dtype = KvCacheDtype::kAuto) {
   LoadOptions o;
   o.model_dir = model_path(model);
   o.device = "cuda";
@@ -45,6 +47,7 @@ EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_bl
   c.dtype = "float16";
   c.enforce_eager = eager;
   c.kv_mode = mode;
+  c.kv_cache_dtype = kv_dtype;
   c.block_size = mode == KvCacheMode::kToken ? 1 : 16;
   c.num_kv_blocks = num_blocks;
   c.max_total_tokens = num_blocks;
@@ -60,7 +63,8 @@ EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_bl
 }
 
 // Tokens compared while the eager run's top-2 logprob gap exceeds `margin`.
-void expect_same_tokens(const EngineRun& eager, const EngineRun& graphs, double margin) {
+void expect_same_tokens(const EngineRun& eager, const EngineRun& graphs, double margin,
+                        int min_compared = 300) {
   int compared = 0;
   for (size_t i = 0; i < eager.result.outputs.size(); ++i) {
     ASSERT_TRUE(eager.result.add_status[i].ok());
@@ -74,7 +78,7 @@ void expect_same_tokens(const EngineRun& eager, const EngineRun& graphs, double 
       ASSERT_EQ(have[s], want.token_ids[s]) << "request " << i << " token " << s;
     }
   }
-  EXPECT_GT(compared, 300);
+  EXPECT_GT(compared, min_compared);
 }
 
 TEST(CudaGraphs, DecodeGraphsGiveTheEagerTokens) {
@@ -97,6 +101,21 @@ TEST(CudaGraphs, GraphsSurvivePreemption) {
   // Recompute re-derives KV through prefill (other kernels, other rounding): the preemption
   // tests' 0.1 margin.
   expect_same_tokens(eager, tight, 0.1);
+}
+
+TEST(CudaGraphs, Fp8KvCacheGraphsGiveTheEagerTokens) {
+  FOLIO_REQUIRE_GPU();
+  for (KvCacheMode mode : {KvCacheMode::kPaged, KvCacheMode::kToken}) {
+    const int blocks = mode == KvCacheMode::kToken ? 8192 : 512;
+    const EngineRun eager = run("qwen3_hd64", true, mode, blocks, KvCacheDtype::kFp8E4m3);
+    const EngineRun graphs = run("qwen3_hd64", false, mode, blocks, KvCacheDtype::kFp8E4m3);
+    EXPECT_GT(graphs.graph_steps, 20) << "decode steps should replay graphs";
+    expect_same_tokens(eager, graphs, 0.02);
+    // Against the 16-bit cache: e4m3 keeps 3 mantissa bits (relative error up to 1/16 per K/V
+    // value), so only clear greedy choices must agree.
+    const EngineRun fp16 = run("qwen3_hd64", true, mode, blocks);
+    expect_same_tokens(fp16, eager, 0.5, 100);
+  }
 }
 
 }  // namespace

@@ -99,6 +99,9 @@ static Status check_prefill_params(const PagedAttentionParams& p) {
                          " (the kernel supports multiples of 8 from 8 to 256)");
   if (p.block_size <= 0)
     return invalid_argument("attention: block_size " + std::to_string(p.block_size));
+  if (p.kv_dtype != KvCacheDtype::kAuto)
+    return unimplemented("prefill_attention reads a 16-bit cache: dequantize fp8 blocks into one "
+                         "first (kv_dequant.h)");
   return Status();
 }
 
