@@ -7,7 +7,8 @@
 //
 // Encoding rounds to nearest, ties to even, and saturates (PTX cvt.rn.satfinite.e4m3x2.f32,
 // __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)): |x| > 448 and +-inf give +-448, NaN
-// gives NaN (0x7F with x's sign). Decoding is exact (every e4m3 value is a float).
+// gives 0x7F whatever its sign (what the hardware conversion returns). Decoding is exact (every
+// e4m3 value is a float).
 #pragma once
 
 #include <cmath>
@@ -31,8 +32,8 @@ inline float fp8_e4m3_to_float(uint8_t b) {
 }
 
 inline uint8_t float_to_fp8_e4m3(float x) {
+  if (std::isnan(x)) return 0x7F;
   const uint8_t sign = std::signbit(x) ? 0x80 : 0;
-  if (std::isnan(x)) return sign | 0x7F;
   const float a = std::fabs(x);
   if (a >= kFp8E4m3Max) return sign | 0x7E;  // saturate (inf too)
   if (a < 0x1p-6f) {
