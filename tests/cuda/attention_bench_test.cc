@@ -1,7 +1,8 @@
 // K1/K2 timings (docs/performance.md) of the attention kernels, run only when
 // FOLIO_CUDA_BENCH=1 (a timed unit test is not a benchmark: these print figures for the report and
 // assert nothing about speed). bf16, head_dim 128, 32 q / 8 kv heads, random data, CUDA events,
-// median of 20 runs after warm-up. K1 prints both decode kernels (v1, v2) for every shape.
+// median of 20 runs after warm-up. K1 prints both decode kernels (v1, v2) for every shape, and
+// v2 over an fp8 (e4m3) cache beside them: its TB/s count the fp8 bytes read (half the bf16's).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/prefill_attention.h"
 #include "backend/cuda/skinny_gemm.h"
+#include "base/fp8.h"
 #include "cuda_test_util.h"
 
 namespace folio::cuda {
@@ -36,6 +38,17 @@ void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
   for (size_t off = 0; off < bytes; off += chunk)
     ASSERT_TRUE(
         copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
+}
+
+// Fills a device buffer with random finite e4m3 codes (values in [-1, 1]), 16 MiB replicated.
+void fill_random_fp8(void* dst, size_t bytes, std::mt19937& rng) {
+  const size_t chunk = std::min<size_t>(bytes, 16u << 20);
+  auto host = testing::random_vec(chunk, rng);
+  std::vector<uint8_t> codes(chunk);
+  for (size_t i = 0; i < chunk; ++i) codes[i] = float_to_fp8_e4m3(host[i]);
+  for (size_t off = 0; off < bytes; off += chunk)
+    ASSERT_TRUE(
+        copy(static_cast<char*>(dst) + off, codes.data(), std::min(chunk, bytes - off)).ok());
 }
 
 std::vector<float> download_bf16(const void* src, size_t n) {
@@ -159,6 +172,12 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
   std::printf("K1 copy d2d 1 GiB, queued: %.1f us, %.2f TB/s (read + write)\n", copy_q_us,
               copy_q_tbps);
   fill_random(vc->data(), vc->bytes(), rng);  // after the copy that overwrote it
+  // The fp8 caches: one byte per element.
+  auto kc8 = DeviceBuffer::allocate(max_tokens * slot_bytes / 2);
+  auto vc8 = DeviceBuffer::allocate(max_tokens * slot_bytes / 2);
+  ASSERT_TRUE(kc8.ok() && vc8.ok());
+  fill_random_fp8(kc8->data(), kc8->bytes(), rng);
+  fill_random_fp8(vc8->data(), vc8->bytes(), rng);
   // K1: both decode kernels on each shape with page 16 and page 1 (token mode); for v2 also two
   // 16-byte vectors per lane instead of one (DecodePlan::lane_vectors), the CUDA-graph plan
   // (bounded by 16384 tokens: the blocks past each length return at once), and a sweep of
@@ -226,6 +245,46 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
         }
         std::printf("K1 decode b%d L%d page %d v2 sweep (partition us):%s\n", c.batch, c.ctx, bs,
                     sweep.c_str());
+      }
+      {  // v2 over the fp8 cache, the planner's split (the same as bf16's: it depends on lengths)
+        PagedAttentionParams p8 = p;
+        p8.kv_dtype = KvCacheDtype::kFp8E4m3;
+        p8.k_cache = kc8->data();
+        p8.v_cache = vc8->data();
+        const double bytes8 = bytes / 2;
+        auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
+                                          DecodeKernel::kV2);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
+        ASSERT_TRUE(ws.ok());
+        Status st;
+        const double us = median_us([&] { st = decode_attention(p8, *plan, ws->data(), nullptr); });
+        EXPECT_TRUE(st.ok()) << st.to_string();
+        const double us_q =
+            median_us([&] { (void)decode_attention(p8, *plan, ws->data(), nullptr); }, evict_l2);
+        std::printf(
+            "K1 decode b%d L%d page %d v2 fp8 cache: %.1f us, %.2f TB/s = %.0f%% of copy; queued "
+            "(L2 cold, launch not timed) %.1f us, %.2f TB/s = %.0f%% of queued copy (fp8 bytes "
+            "read, partition %d x %d)\n",
+            c.batch, c.ctx, bs, us, bytes8 / us / 1e6, 100.0 * bytes8 / us / 1e6 / copy_tbps, us_q,
+            bytes8 / us_q / 1e6, 100.0 * bytes8 / us_q / 1e6 / copy_q_tbps, plan->partition_size,
+            plan->max_partitions);
+      }
+      for (int lanes : {2}) {  // 16 elements per lane (two 8-byte chunks): fewer shuffles/token
+        PagedAttentionParams p8 = p;
+        p8.kv_dtype = KvCacheDtype::kFp8E4m3;
+        p8.k_cache = kc8->data();
+        p8.v_cache = vc8->data();
+        auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
+                                          DecodeKernel::kV2);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        plan->lane_vectors = lanes;
+        auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
+        ASSERT_TRUE(ws.ok());
+        const double us =
+            median_us([&] { (void)decode_attention(p8, *plan, ws->data(), nullptr); });
+        std::printf("K1 decode b%d L%d page %d v2 fp8 cache lanes%d: %.1f us, %.2f TB/s\n", c.batch,
+                    c.ctx, bs, lanes, us, bytes / 2 / us / 1e6);
       }
     }
   }

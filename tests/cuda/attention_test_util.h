@@ -1,5 +1,7 @@
 // A random paged-attention problem (block tables over shuffled physical blocks, caches and q
 // filled with random dtype-rounded values), its CPU reference output, and device copies.
+// With kv kFp8E4m3 the device caches hold random finite e4m3 codes and the reference's fp32
+// caches hold exactly the values those codes decode to (base/fp8.h).
 #pragma once
 
 #include <algorithm>
@@ -7,7 +9,9 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/attention_params.h"
+#include "backend/kv_cache_dtype.h"
 #include "cuda_test_util.h"
+#include "fp8_test_util.h"
 
 namespace folio::cuda::testing {
 
@@ -19,14 +23,23 @@ struct SeqSpec {
 struct AttentionProblem {
   DType dt;
   int num_heads, num_kv_heads, head_dim, block_size;
+  KvCacheDtype kv_dtype;
   std::vector<int32_t> query_start{0}, context_lens, block_table_start{0}, block_table;
   std::vector<float> q, k_cache, v_cache, ref;
-  DevTensor dq, dk, dv, dout;
+  std::vector<uint8_t> k_codes, v_codes;  // fp8: the device caches' bytes
+  DevTensor dq, dk, dv, dout;             // dk, dv: 16-bit caches only
+  DevBytes dk8, dv8;                      // fp8 caches only
   DeviceBuffer d_query_start, d_context_lens, d_bts, d_bt;
 
   AttentionProblem(DType dtype, int heads, int kv_heads, int hd, int bs,
-                   const std::vector<SeqSpec>& seqs, std::mt19937& rng)
-      : dt(dtype), num_heads(heads), num_kv_heads(kv_heads), head_dim(hd), block_size(bs) {
+                   const std::vector<SeqSpec>& seqs, std::mt19937& rng,
+                   KvCacheDtype kv = KvCacheDtype::kAuto)
+      : dt(dtype),
+        num_heads(heads),
+        num_kv_heads(kv_heads),
+        head_dim(hd),
+        block_size(bs),
+        kv_dtype(kv) {
     int total_blocks = 0;
     for (const auto& s : seqs) total_blocks += (s.context_len + bs - 1) / bs;
     const int num_blocks = total_blocks + 3;  // a few never-referenced blocks
@@ -42,14 +55,21 @@ struct AttentionProblem {
     }
     const size_t slot_elems = static_cast<size_t>(kv_heads) * hd;
     // Keys with a spread of magnitudes so the softmax is not flat.
-    k_cache = rounded(dt, random_vec(slot_elems * num_blocks * bs, rng, -2, 2));
-    v_cache = rounded(dt, random_vec(k_cache.size(), rng));
+    const size_t cache_elems = slot_elems * num_blocks * bs;
+    if (fp8()) {
+      k_codes = random_e4m3(cache_elems, rng, -2, 2);
+      v_codes = random_e4m3(cache_elems, rng, -1, 1);
+      k_cache = decode_e4m3(k_codes);
+      v_cache = decode_e4m3(v_codes);
+    } else {
+      k_cache = rounded(dt, random_vec(cache_elems, rng, -2, 2));
+      v_cache = rounded(dt, random_vec(k_cache.size(), rng));
+    }
     q = rounded(dt, random_vec(static_cast<size_t>(query_start.back()) * heads * hd, rng, -2, 2));
     ref.resize(q.size());
     cpu::paged_attention(cpu_args(), q.data(), k_cache.data(), v_cache.data(), ref.data());
     dq = DevTensor::upload(dt, q);
-    dk = DevTensor::upload(dt, k_cache);
-    dv = DevTensor::upload(dt, v_cache);
+    upload_caches();
     dout = DevTensor::poisoned(dt, q.size());
     d_query_start = upload_raw(query_start);
     d_context_lens = upload_raw(context_lens);
@@ -57,7 +77,18 @@ struct AttentionProblem {
     d_bt = upload_raw(block_table);
   }
 
+  bool fp8() const { return kv_dtype == KvCacheDtype::kFp8E4m3; }
   float scale() const { return 1.f / std::sqrt(static_cast<float>(head_dim)); }
+
+  void upload_caches() {
+    if (fp8()) {
+      dk8 = DevBytes::upload(k_codes);
+      dv8 = DevBytes::upload(v_codes);
+    } else {
+      dk = DevTensor::upload(dt, k_cache);
+      dv = DevTensor::upload(dt, v_cache);
+    }
+  }
 
   // Fills the slots past each sequence's end in its last block with NaN, in the host caches and
   // on the device: no key past the end may reach the output, not even as 0 * NaN. (A pool's free
@@ -72,10 +103,13 @@ struct AttentionProblem {
             j % block_size;
         std::fill_n(k_cache.begin() + slot * slot_elems, slot_elems, NAN);
         std::fill_n(v_cache.begin() + slot * slot_elems, slot_elems, NAN);
+        if (fp8()) {  // 0x7F: the e4m3 NaN
+          std::fill_n(k_codes.begin() + slot * slot_elems, slot_elems, uint8_t{0x7F});
+          std::fill_n(v_codes.begin() + slot * slot_elems, slot_elems, uint8_t{0x7F});
+        }
       }
     }
-    dk = DevTensor::upload(dt, k_cache);
-    dv = DevTensor::upload(dt, v_cache);
+    upload_caches();
   }
 
   cpu::PagedAttentionArgs cpu_args() const {
@@ -96,6 +130,7 @@ struct AttentionProblem {
   PagedAttentionParams params() const {
     PagedAttentionParams p;
     p.dtype = dt;
+    p.kv_dtype = kv_dtype;
     p.num_seqs = static_cast<int>(context_lens.size());
     p.num_heads = num_heads;
     p.num_kv_heads = num_kv_heads;
@@ -103,8 +138,8 @@ struct AttentionProblem {
     p.block_size = block_size;
     p.scale = scale();
     p.q = dq.data();
-    p.k_cache = dk.data();
-    p.v_cache = dv.data();
+    p.k_cache = fp8() ? dk8.data() : dk.data();
+    p.v_cache = fp8() ? dv8.data() : dv.data();
     p.out = dout.data();
     p.query_start = d_query_start.as<int32_t>();
     p.context_lens = d_context_lens.as<int32_t>();

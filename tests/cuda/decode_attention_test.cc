@@ -2,7 +2,9 @@
 // (v2, and v1 where it applies): bf16/fp16, head_dim 8..256 (16 is the tiny test model's, 80 and
 // 96 have lane groups with idle lanes), MHA/GQA 4/8/MQA and odd head counts, block sizes
 // 1/3/8/16/32 with partial last blocks, forced small and multi-tile partitions, contexts past 16k
-// tokens, and CUDA-graph replays of a bounded plan with new lengths and block tables.
+// tokens, NaN in the slots past each sequence's end, and CUDA-graph replays of a bounded plan with
+// new lengths and block tables. The fp8 (e4m3) cache runs the same checks (v2; a v1 plan falls
+// back to v2) on random finite codes, against the reference over the values they decode to.
 #include "backend/cuda/decode_attention.h"
 
 #include <cuda_runtime.h>
@@ -24,6 +26,7 @@ struct DecodeCase {
   DecodeKernel kernel = DecodeKernel::kV2;
   int lane_vectors = 0;  // DecodePlan::lane_vectors (v2)
   int head_chunk = 0;    // DecodePlan::head_chunk (v2)
+  KvCacheDtype kv = KvCacheDtype::kAuto;
 };
 
 std::string name(const DecodeCase& c) {
@@ -32,7 +35,8 @@ std::string name(const DecodeCase& c) {
          std::to_string(c.block_size) + "_p" + std::to_string(c.partition_size) +
          (c.kernel == DecodeKernel::kV1 ? "_v1" : "_v2") +
          (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "") +
-         (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "");
+         (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "") +
+         (c.kv == KvCacheDtype::kFp8E4m3 ? "_fp8" : "");
 }
 
 void PrintTo(const DecodeCase& c, std::ostream* os) {
@@ -58,10 +62,11 @@ class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {
  protected:
   void SetUp() override { FOLIO_REQUIRE_GPU(); }
 
-  void run(const std::vector<SeqSpec>& seqs) {
+  void run(const std::vector<SeqSpec>& seqs, bool poison_past_end = false) {
     const DecodeCase& c = GetParam();
     std::mt19937 rng(7 + c.heads * 31 + c.block_size + c.head_dim);
-    AttentionProblem prob(c.dt, c.heads, c.kv_heads, c.head_dim, c.block_size, seqs, rng);
+    AttentionProblem prob(c.dt, c.heads, c.kv_heads, c.head_dim, c.block_size, seqs, rng, c.kv);
+    if (poison_past_end) prob.poison_slots_past_end();
     auto plan = plan_decode_attention(prob.context_lens, c.heads, c.kv_heads, c.head_dim,
                                       /*num_sms=*/132, c.partition_size, c.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
@@ -77,6 +82,12 @@ TEST_P(DecodeAttentionTest, MixedContextLengths) {
 
 TEST_P(DecodeAttentionTest, OddLengthsAroundPartitionEdges) {
   run({{31, 1}, {32, 1}, {65, 1}, {1023, 1}, {1025, 1}, {7, 1}, {3, 1}});
+}
+
+// The keys and values of the slots past each sequence's end (in its last, partial block) are NaN:
+// none may reach the output, not even as 0 * NaN (block size 1 has no such slots).
+TEST_P(DecodeAttentionTest, NanPastTheEndStaysOut) {
+  run({{1, 1}, {17, 1}, {33, 1}, {1000, 1}, {131, 1}, {7, 1}}, /*poison_past_end=*/true);
 }
 
 std::vector<DecodeCase> cases() {
@@ -118,6 +129,32 @@ std::vector<DecodeCase> cases() {
       out.push_back(c);
     }
   }
+  // The fp8 cache: head_dim 64/128 (and the odd ones), groups 1/4/8 and MQA, block sizes 1, 16,
+  // 32 (and 8), forced splits, fewer q heads per block than the group, two vectors per lane, and
+  // v1 plans (run as v2).
+  const std::vector<DecodeCase> fp8 = {
+      {DType::kBF16, 32, 8, 128, 16, 0},                           // llama3-8B shape, group 4
+      {DType::kBF16, 32, 8, 128, 16, 64},                          // forced split + merge
+      {DType::kFP16, 32, 8, 128, 1, 0},                            // token mode
+      {DType::kBF16, 32, 8, 128, 16, 0, DecodeKernel::kV2, 0, 2},  // head chunk 2
+      {DType::kBF16, 32, 8, 128, 16, 0, DecodeKernel::kV2, 2},     // two 8-byte chunks per lane
+      {DType::kFP16, 8, 8, 256, 1, 64, DecodeKernel::kV2, 2},      // the same, head_dim 256
+      {DType::kFP16, 8, 8, 64, 1, 0},                              // MHA, token mode
+      {DType::kBF16, 16, 16, 128, 32, 128},                        // MHA, block 32, split
+      {DType::kBF16, 64, 8, 128, 32, 0},                           // group of 8
+      {DType::kFP16, 16, 2, 128, 1, 32},                           // group of 8, token mode, split
+      {DType::kBF16, 8, 2, 64, 16, 32},                            // head_dim 64, group 4, split
+      {DType::kBF16, 12, 1, 64, 8, 0},                             // MQA: 12 heads in 2 chunks
+      {DType::kBF16, 32, 8, 128, 16, 0, DecodeKernel::kV1},        // v1 plan -> v2
+      {DType::kFP16, 8, 2, 64, 1, 64, DecodeKernel::kV1},          // v1 plan, split, token mode
+      {DType::kBF16, 10, 2, 80, 8, 32},                            // head_dim 80: idle lanes
+      {DType::kBF16, 4, 2, 16, 16, 0},                             // the tiny test model
+      {DType::kFP16, 8, 1, 256, 32, 0},                            // head_dim 256
+  };
+  for (DecodeCase c : fp8) {
+    c.kv = KvCacheDtype::kFp8E4m3;
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -130,15 +167,18 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
     int block_size, partition_size;
     DecodeKernel kernel;
     int lane_vectors = 0;
+    KvCacheDtype kv = KvCacheDtype::kAuto;
   };
   // 2048..16384: partitions of several 1024-token slot tiles (v2 double-buffers them).
+  constexpr KvCacheDtype kFp8 = KvCacheDtype::kFp8E4m3;
   for (L c :
        {L{16, 0, DecodeKernel::kV2}, L{1, 0, DecodeKernel::kV2}, L{16, 4096, DecodeKernel::kV2},
         L{1, 16384, DecodeKernel::kV2}, L{8, 2048, DecodeKernel::kV2, 2},
-        L{16, 0, DecodeKernel::kV1}, L{1, 0, DecodeKernel::kV1}}) {
+        L{16, 0, DecodeKernel::kV1}, L{1, 0, DecodeKernel::kV1},
+        L{16, 0, DecodeKernel::kV2, 0, kFp8}, L{1, 16384, DecodeKernel::kV2, 0, kFp8}}) {
     std::mt19937 rng(c.block_size + c.partition_size);
     AttentionProblem prob(DType::kBF16, 8, 2, 128, c.block_size,
-                          {{16411, 1}, {20000, 1}, {5, 1}, {2049, 1}}, rng);
+                          {{16411, 1}, {20000, 1}, {5, 1}, {2049, 1}}, rng, c.kv);
     auto plan =
         plan_decode_attention(prob.context_lens, 8, 2, 128, 132, c.partition_size, c.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
@@ -147,7 +187,7 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
     check(prob, *plan,
           "block_size " + std::to_string(c.block_size) + " partition " +
               std::to_string(c.partition_size) + (c.kernel == DecodeKernel::kV1 ? " v1" : " v2") +
-              " lane_vectors " + std::to_string(c.lane_vectors));
+              " lane_vectors " + std::to_string(c.lane_vectors) + (c.kv == kFp8 ? " fp8" : ""));
   }
 }
 
@@ -237,14 +277,18 @@ TEST(DecodeAttentionGraphTest, BoundedPlanReplaysWithNewLengths) {
   struct G {
     int partition_size;
     DecodeKernel kernel;
+    KvCacheDtype kv = KvCacheDtype::kAuto;
   };
-  for (G g : {G{0, DecodeKernel::kV2}, G{2048, DecodeKernel::kV2}, G{0, DecodeKernel::kV1}}) {
+  constexpr KvCacheDtype kFp8 = KvCacheDtype::kFp8E4m3;
+  for (G g : {G{0, DecodeKernel::kV2}, G{2048, DecodeKernel::kV2}, G{0, DecodeKernel::kV1},
+              G{0, DecodeKernel::kV2, kFp8}, G{2048, DecodeKernel::kV2, kFp8},
+              G{0, DecodeKernel::kV1, kFp8}}) {
     SCOPED_TRACE(std::string(g.kernel == DecodeKernel::kV1 ? "v1" : "v2") + " partition " +
-                 std::to_string(g.partition_size));
+                 std::to_string(g.partition_size) + (g.kv == kFp8 ? " fp8" : ""));
     std::mt19937 rng(11 + g.partition_size);
     // Sized for the bound: every later table fits in these arrays.
     AttentionProblem prob(DType::kBF16, kHeads, kKv, kDim, kBs,
-                          std::vector<SeqSpec>(kSeqs, SeqSpec{kBound, 1}), rng);
+                          std::vector<SeqSpec>(kSeqs, SeqSpec{kBound, 1}), rng, g.kv);
     const int num_blocks = static_cast<int>(prob.k_cache.size() / (size_t{kKv} * kDim * kBs));
     auto plan = plan_decode_attention_bounded(kSeqs, kBound, kHeads, kKv, kDim, 132,
                                               g.partition_size, g.kernel);

@@ -1,10 +1,12 @@
-// reshape_and_cache, copy_blocks (copy-on-write, all layers in one launch) and the swap copies
-// between the device cache and pinned host blocks, checked bit-exactly against the CPU reference.
+// reshape_and_cache (16-bit and fp8 caches), copy_blocks (copy-on-write, all layers in one
+// launch) and the swap copies between the device cache and pinned host blocks, checked
+// bit-exactly against the CPU reference (fp8: the host codec base/fp8.h).
 #include <numeric>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/kv_cache_ops.h"
 #include "cuda_test_util.h"
+#include "fp8_test_util.h"
 
 namespace folio::cuda {
 namespace {
@@ -39,6 +41,47 @@ TEST_P(KvCacheOpsTest, ReshapeAndCacheWritesSlotsAndSkipsNegative) {
     cpu::reshape_and_cache(k.data(), v.data(), slots.data(), T, kv_width, kc.data(), vc.data());
     EXPECT_EQ(dkc.download(), kc) << "kv_width " << kv_width;
     EXPECT_EQ(dvc.download(), vc) << "kv_width " << kv_width;
+  }
+}
+
+// The fp8 cache: each written element is the codec's e4m3 code of the dtype value (values past
+// +-448 saturate); rows of skipped tokens and unused rows keep their bytes.
+TEST_P(KvCacheOpsTest, ReshapeAndCacheFp8WritesCodesAndSkipsNegative) {
+  for (int kv_width : {3 * 128, 5 * 7}) {  // packed and scalar paths
+    const int num_slots = 64, T = 20;
+    const size_t cache_bytes = static_cast<size_t>(num_slots) * kv_width;
+    std::vector<uint8_t> kc(cache_bytes), vc(cache_bytes);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (size_t i = 0; i < cache_bytes; ++i) {
+      kc[i] = static_cast<uint8_t>(byte(rng));
+      vc[i] = static_cast<uint8_t>(byte(rng));
+    }
+    auto k = rounded(dt(), testing::random_vec(static_cast<size_t>(T) * kv_width, rng, -600, 600));
+    auto v = rounded(dt(), testing::random_vec(k.size(), rng, -2, 2));
+    std::vector<int64_t> slots(T);
+    std::vector<int> perm(num_slots);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (int t = 0; t < T; ++t) slots[t] = t % 4 == 3 ? -1 : perm[t];
+    auto dkc = testing::DevBytes::upload(kc), dvc = testing::DevBytes::upload(vc);
+    auto dk = DevTensor::upload(dt(), k), dv = DevTensor::upload(dt(), v);
+    auto dslots = testing::upload_raw(slots);
+    FOLIO_ASSERT_OK(reshape_and_cache(dt(), dk.data(), dv.data(), dslots.as<int64_t>(), T, kv_width,
+                                      dkc.data(), dvc.data(), nullptr, KvCacheDtype::kFp8E4m3));
+    for (int t = 0; t < T; ++t) {
+      if (slots[t] < 0) continue;
+      for (int i = 0; i < kv_width; ++i) {
+        const size_t src = static_cast<size_t>(t) * kv_width + i;
+        const size_t dst = static_cast<size_t>(slots[t]) * kv_width + i;
+        kc[dst] = float_to_fp8_e4m3(k[src]);
+        vc[dst] = float_to_fp8_e4m3(v[src]);
+      }
+    }
+    size_t n = 0;
+    std::string m = testing::byte_diff(dkc.download(), kc, &n);
+    EXPECT_EQ(n, 0u) << "K, kv_width " << kv_width << ": " << m;
+    m = testing::byte_diff(dvc.download(), vc, &n);
+    EXPECT_EQ(n, 0u) << "V, kv_width " << kv_width << ": " << m;
   }
 }
 

@@ -1,5 +1,5 @@
 // Decode attention: the split planner and the checked entry point; the kernels are in
-// decode_attention_v1.cu and decode_attention_v2.cu.
+// decode_attention_v1.cu and decode_attention_v2.cu (decode_attention_v2_fp8.cu: an fp8 cache).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -141,6 +141,10 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
     ws.m = ws.out + n * p.head_dim;
     ws.l = ws.m + n;
   }
+  // An fp8 cache runs v2 whatever the plan says (v1 reads 16-bit rows only); a v1 plan's split
+  // (partitions of 32..512 tokens, the same workspace layout) suits v2 as well.
+  if (p.kv_dtype == KvCacheDtype::kFp8E4m3)
+    return detail::launch_decode_v2_fp8(p, plan, ws, stream);
   return plan.kernel == DecodeKernel::kV1 ? detail::launch_decode_v1(p, plan, ws, stream)
                                           : detail::launch_decode_v2(p, plan, ws, stream);
 }

@@ -11,6 +11,12 @@
 // reads V in a second pass, head_dim 64 and 128 only. FOLIO_DECODE_KERNEL=v1|v2 picks the
 // default (v1 falls back to v2 for head dims it lacks).
 //
+// FP8 KV cache (p.kv_dtype kFp8E4m3): k_cache/v_cache hold e4m3 bytes in the same layout. v2 reads
+// them as 8-byte chunks (8 elements, the 16-bit cache's lane mapping) and decodes them exactly to
+// floats; q, out and the arithmetic are as for a 16-bit cache, so the plan is the same. v1 reads
+// 16-bit rows only: an fp8 call runs v2 whatever the plan's kernel (a v1 plan's split and
+// workspace suit v2 as well).
+//
 // CUDA graphs (plan_decode_attention_bounded): a plan made from a bound instead of the step's
 // lengths gives a launch (grid, workspace layout, number of kernels) that depends only on
 // (num_seqs, max_context_len, num_heads, num_kv_heads, head_dim, num_sms, kernel). Every kernel

@@ -1,4 +1,5 @@
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/fp8_e4m3.cuh"
 #include "backend/cuda/kv_cache_ops.h"
 
 namespace folio::cuda {
@@ -20,6 +21,24 @@ __global__ void reshape_and_cache_kernel(const T* k, const T* v, const int64_t* 
   }
 }
 
+// The fp8 cache (kv_dtype kFp8E4m3): the same walk, each N-element pack converted to N e4m3
+// bytes (fp8_e4m3.cuh) on its way into the cache.
+template <typename T, int N>
+__global__ void reshape_and_cache_fp8_kernel(const T* k, const T* v, const int64_t* slot_mapping,
+                                             int kv_width, uint8_t* k_cache, uint8_t* v_cache) {
+  const int t = blockIdx.x;
+  const int64_t slot = slot_mapping[t];
+  if (slot < 0) return;
+  const int64_t src = static_cast<int64_t>(t) * kv_width, dst = slot * kv_width;
+  for (int i = threadIdx.x * N; i < kv_width; i += blockDim.x * N) {
+    float f[N];
+    load_floats<N>(k + src + i, f);
+    store_e4m3<N>(k_cache + dst + i, f);
+    load_floats<N>(v + src + i, f);
+    store_e4m3<N>(v_cache + dst + i, f);
+  }
+}
+
 // grid (pairs, caches): each block moves one block of one cache in 16-byte words.
 __global__ void copy_blocks_kernel(void* const* caches, size_t block_words,
                                    const BlockCopy* pairs) {
@@ -33,16 +52,32 @@ __global__ void copy_blocks_kernel(void* const* caches, size_t block_words,
 }  // namespace
 
 Status reshape_and_cache(DType dtype, const void* k, const void* v, const int64_t* slot_mapping,
-                         int num_tokens, int kv_width, void* k_cache, void* v_cache,
-                         void* stream) {
+                         int num_tokens, int kv_width, void* k_cache, void* v_cache, void* stream,
+                         KvCacheDtype kv_dtype) {
   if (num_tokens == 0) return Status();
+  // The packed paths need 16-byte aligned bases (an fp8 row pack is then 8-byte aligned).
+  const bool pack8 = pack8_ok(kv_width, {k, v, k_cache, v_cache});
+  if (kv_dtype == KvCacheDtype::kFp8E4m3) {
+    return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
+      auto go = [&](auto kernel) {
+        kernel<<<num_tokens, 128, 0, as_stream(stream)>>>(
+            static_cast<const T*>(k), static_cast<const T*>(v), slot_mapping, kv_width,
+            static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache));
+      };
+      if (pack8)
+        go(reshape_and_cache_fp8_kernel<T, 8>);
+      else
+        go(reshape_and_cache_fp8_kernel<T, 1>);
+      return launch_status("reshape_and_cache_fp8_kernel");
+    });
+  }
   return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
     auto go = [&](auto kernel) {
       kernel<<<num_tokens, 128, 0, as_stream(stream)>>>(
           static_cast<const T*>(k), static_cast<const T*>(v), slot_mapping, kv_width,
           static_cast<T*>(k_cache), static_cast<T*>(v_cache));
     };
-    if (pack8_ok(kv_width, {k, v, k_cache, v_cache}))
+    if (pack8)
       go(reshape_and_cache_kernel<T, 8>);
     else
       go(reshape_and_cache_kernel<T, 1>);

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/fp8_e4m3.cuh"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/qkv_post.h"
 #include "backend/cuda/rope_math.cuh"
@@ -21,7 +22,7 @@ struct Args {
   const float* inv_freq;
   const int64_t* slot_mapping;
   T* q_out;
-  T* k_cache;
+  T* k_cache;  // uint8_t e4m3 codes in fact when the kernel's kFp8 is set
   T* v_cache;
   int num_heads, num_kv_heads, head_dim;
   float eps;
@@ -31,8 +32,9 @@ struct Args {
 // head y * kWarps + w of token t: q heads, then k heads, then v heads. Lane l holds elements
 // (p * 32 + l) * N + [0, N) for p < P, exactly the layout of rms_norm's warp-per-row kernel, so
 // the norm's sum runs in the same order. Rope's partner element (i +- head_dim/2) usually sits in
-// another lane: the warp trades its row through shared memory.
-template <typename T, int N, bool kNorm>
+// another lane: the warp trades its row through shared memory. kFp8: the caches hold e4m3 bytes;
+// K and V are rounded to T as for a 16-bit cache, then encoded (what reshape_and_cache writes).
+template <typename T, int N, bool kNorm, bool kFp8>
 __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
   pdl_wait();  // pdl.cuh: inputs come from the previous kernel
   pdl_launch_dependents();
@@ -79,6 +81,15 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
   if (!live) return;
   if (h >= rotated) {  // v head: straight to the cache
     if (slot < 0) return;
+    if constexpr (kFp8) {  // v[p] holds T values already
+      uint8_t* dst = reinterpret_cast<uint8_t*>(a.v_cache) + slot * kv_size + (h - rotated) * hd;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const int e = (p * 32 + lane) * N;
+        if (e < hd) store_e4m3<N>(dst + e, v[p]);
+      }
+      return;
+    }
     T* dst = a.v_cache + slot * kv_size + (h - rotated) * hd;
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -117,12 +128,16 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
     }
   }
   __syncwarp();
-  T* dst;
+  T* dst = nullptr;  // kFp8: k heads write through k8 instead
+  [[maybe_unused]] uint8_t* k8 = nullptr;
   if (h < nh) {
     dst = a.q_out + (static_cast<int64_t>(t) * nh + h) * hd;
   } else {
     if (slot < 0) return;
-    dst = a.k_cache + slot * kv_size + (h - nh) * hd;
+    if constexpr (kFp8)
+      k8 = reinterpret_cast<uint8_t*>(a.k_cache) + slot * kv_size + (h - nh) * hd;
+    else
+      dst = a.k_cache + slot * kv_size + (h - nh) * hd;
   }
 #pragma unroll
   for (int p = 0; p < P; ++p) {
@@ -137,6 +152,15 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
         } else {
           const int i = x - half;
           out[j] = rope_hi(row_buf[i], v[p][j], smem[i], smem[half + i]);
+        }
+      }
+      if constexpr (kFp8) {
+        if (k8) {  // rounded to T first, as the unfused chain's k is
+          float r[N];
+#pragma unroll
+          for (int j = 0; j < N; ++j) r[j] = to_float(from_float<T>(out[j]));
+          store_e4m3<N>(k8 + e, r);
+          continue;
         }
       }
       store_floats<N>(dst + e, out);
@@ -163,8 +187,11 @@ void launch(const QkvPostParams& p, void* stream) {
   const int heads = p.num_heads + 2 * p.num_kv_heads;
   const dim3 grid(p.num_tokens, (heads + kWarps - 1) / kWarps);
   const size_t smem = sizeof(float) * p.head_dim * (1 + kWarps);
-  (void)launch_pdl(p.q_norm ? qkv_post_kernel<T, N, true> : qkv_post_kernel<T, N, false>, grid,
-                   dim3(kWarps * 32), smem, stream, "qkv_post_kernel", a);
+  const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
+  const auto kernel =
+      p.q_norm ? (fp8 ? qkv_post_kernel<T, N, true, true> : qkv_post_kernel<T, N, true, false>)
+               : (fp8 ? qkv_post_kernel<T, N, false, true> : qkv_post_kernel<T, N, false, false>);
+  (void)launch_pdl(kernel, grid, dim3(kWarps * 32), smem, stream, "qkv_post_kernel", a);
 }
 
 }  // namespace
@@ -186,7 +213,8 @@ Status qkv_post(const QkvPostParams& p, void* stream) {
   if ((p.num_heads + 2 * p.num_kv_heads + kWarps - 1) / kWarps > 65535)
     return invalid_argument("qkv_post: too many heads" + shape);
   // N = 8 exactly when rms_norm's warp kernel would take its 8-wide path for the same rows (the
-  // summation order depends on it); the row stride is then a multiple of 8 as well.
+  // summation order depends on it); the row stride is then a multiple of 8 as well (and an fp8
+  // cache's 8-element packs 8-byte aligned).
   const bool pack8 =
       pack8_ok(p.head_dim, {p.qkv, p.bias, p.q_norm, p.k_norm, p.q_out, p.k_cache, p.v_cache});
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
