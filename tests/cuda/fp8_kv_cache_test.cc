@@ -3,8 +3,8 @@
 //   fp16 bit pattern, which covers every value a kernel ever encodes (K and V are rounded to the
 //   model dtype first): ties at every e4m3 spacing, fp32/bf16/fp16 subnormals, e4m3 subnormals
 //   and their boundary 2^-6, the 448 / 464 / 480 saturation boundaries, values far past 448,
-//   +-inf, +-0, and NaNs of both signs (the one difference: the GPU writes every NaN as 0x7F,
-//   base/fp8.h keeps the sign, fp8_test_util.h's gpu_e4m3); packed (8-wide) and scalar kernels;
+//   +-inf, +-0, and NaNs of both signs (0x7F whatever the sign); packed (8-wide) and scalar
+//   kernels;
 // - decoding (dequant_kv_blocks): all 256 codes, NaN included, into bf16 and fp16 scratch blocks,
 //   the other blocks untouched.
 #include "backend/cuda/kv_cache_ops.h"
