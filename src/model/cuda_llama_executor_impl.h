@@ -126,7 +126,7 @@ struct CudaLlamaExecutor::Impl {
   // of decodes through the decode kernel, runs of prefill chunks through the prefill kernel,
   // which with an fp8 KV cache (kv.dtype == kFp8E4m3) reads a 16-bit scratch copy of the
   // group's blocks (fp8_scratch_blocks blocks, at least one sequence of max_model_len).
-  // split_mixed: always with fp8; FOLIO_SPLIT_MIXED=1 for 16-bit caches too.
+  // split_mixed: always with fp8; by default for 16-bit caches (FOLIO_SPLIT_MIXED=0: not).
   struct StepGroup {
     bool decode = false;
     int seq_begin = 0, seq_end = 0;    // sequences [seq_begin, seq_end) of the step

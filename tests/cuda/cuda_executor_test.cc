@@ -134,7 +134,7 @@ struct Case {
   // floor; small values split a step's sequences into several dequantize-and-attend groups.
   const char* fp8_scratch_tokens = nullptr;
   int max_model_len = 512;
-  bool split_mixed = false;  // FOLIO_SPLIT_MIXED=1: a 16-bit cache's mixed steps as groups too
+  bool whole_mixed = false;  // FOLIO_SPLIT_MIXED=0: a 16-bit cache's mixed steps in one launch
 };
 
 class CudaVsCpu : public ::testing::TestWithParam<Case> {
@@ -167,7 +167,7 @@ TEST_P(CudaVsCpu, MixedStepsCopiesAndSwapsMatchTheCpuExecutor) {
   o.max_num_batched_tokens = 256;
   o.max_model_len = c.max_model_len;
   if (c.fp8_scratch_tokens) setenv("FOLIO_FP8_SCRATCH_TOKENS", c.fp8_scratch_tokens, 1);
-  if (c.split_mixed) setenv("FOLIO_SPLIT_MIXED", "1", 1);
+  if (c.whole_mixed) setenv("FOLIO_SPLIT_MIXED", "0", 1);
   auto gpu = CudaLlamaExecutor::create(*config, &*ck, o);
   unsetenv("FOLIO_FP8_SCRATCH_TOKENS");
   unsetenv("FOLIO_SPLIT_MIXED");
@@ -220,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen2_bias_bs16", spec("Qwen2ForCausalLM", 4, 2, 64, true), 16},
                       Case{"qwen3_qknorm_bs1", spec("Qwen3ForCausalLM", 8, 2, 64, false), 1},
                       Case{"qwen3_qknorm_bs16", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16},
-                      Case{"llama_hd128_bs16_split", spec("LlamaForCausalLM", 4, 1, 128, false),
+                      Case{"llama_hd128_bs16_whole_mixed", spec("LlamaForCausalLM", 4, 1, 128, false),
                            16, KvCacheDtype::kAuto, nullptr, 512, true},
                       Case{"llama_hd128_bs16_fp8", spec("LlamaForCausalLM", 4, 1, 128, false), 16,
                            KvCacheDtype::kFp8E4m3},
