@@ -165,7 +165,8 @@ int gpu_count() {
 
 // Runs the same workload on one GPU and on `world`; both on the same weights.
 void compare(const ModelConfig& config, const Checkpoint* ck, int world, int block_size, double tol,
-             int decode_steps = 8, const char* dtype = "auto") {
+             int decode_steps = 8, const char* dtype = "auto",
+             KvCacheDtype kv_dtype = KvCacheDtype::kAuto) {
   const int num_blocks = 2048 / block_size, num_swap = 512 / block_size;
   CudaExecutorOptions o;
   o.block_size = block_size;
@@ -175,6 +176,7 @@ void compare(const ModelConfig& config, const Checkpoint* ck, int world, int blo
   o.max_model_len = 512;
   o.seed = 3;
   o.dtype = dtype;
+  o.kv_cache_dtype = kv_dtype;
   // Enough swap for num_swap blocks on a rank (a rank's blocks are smaller than the whole's).
   o.swap_space_gib =
       (num_swap + 0.5) * CudaLlamaExecutor::kv_block_bytes(config, block_size) / double(1ull << 30);
@@ -242,6 +244,24 @@ TEST_P(TpVsSingleGpu, TinyCheckpointsWithBiasTiedAndPaddedVocab) {
     ASSERT_TRUE(ck.ok()) << ck.status().to_string();
     compare(*config, &*ck, world, 16, 2e-2);
   }
+}
+
+// An fp8 KV cache on every rank (each holds e4m3 blocks of its KV heads) against one GPU's fp8
+// cache: the same values are rounded to e4m3 on both sides, up to the 16-bit differences of
+// the partial sums that feed K and V.
+TEST_P(TpVsSingleGpu, Fp8KvCache) {
+  const int world = GetParam();
+  FOLIO_REQUIRE_GPUS(world);
+  testing::TinyModelSpec llama;  // 8 KV heads over the ranks
+  llama.heads = 8;
+  llama.kv_heads = 8;
+  const std::string dir = testing::write_tiny_checkpoint(llama);
+  auto config = ModelConfig::load(dir);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  auto ck = Checkpoint::open(dir);
+  ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+  for (int bs : {16, 1})
+    compare(*config, &*ck, world, bs, 3e-2, 8, "auto", KvCacheDtype::kFp8E4m3);
 }
 
 ModelConfig dummy_config(const std::string& path, int layers) {
