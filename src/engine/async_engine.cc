@@ -25,6 +25,13 @@ AsyncEngine::AsyncEngine(std::unique_ptr<EngineCore> core, std::string model_nam
   info_.eos_token_ids = core_->model_config().generation.eos_token_ids;
   info_.kv_capacity_tokens = core_->kv_capacity_tokens();
   info_.max_logprobs = core_->config().max_logprobs;
+  const KvCacheShape& kv_shape = core_->executor().kv_shape();
+  cache_config_.block_size = core_->kv().block_size();
+  cache_config_.cache_dtype = kv_cache_dtype_name(kv_shape.dtype);
+  cache_config_.kv_cache_mode = core_->config().kv_mode == KvCacheMode::kToken ? "token" : "paged";
+  cache_config_.num_gpu_blocks = core_->kv().num_total_blocks();
+  cache_config_.num_cpu_blocks = kv_shape.num_swap_blocks;
+  cache_config_.enable_prefix_caching = core_->config().enable_prefix_caching;
   heartbeat_ms_ = now_ms();
   publish_stats();
   thread_ = std::thread([this] { loop(); });
@@ -145,6 +152,7 @@ void AsyncEngine::publish_stats() {
   s.num_preemptions = core_->scheduler().stats().num_preemptions;
   s.prompt_tokens = core_->counters().prompt_tokens;
   s.generation_tokens = core_->counters().generated_tokens;
+  s.cache_config = cache_config_;
   std::lock_guard<std::mutex> lock(mu_);
   stats_ = s;
 }

@@ -56,6 +56,7 @@ class AsyncEngine final : public EngineClient {
   std::unique_ptr<EngineCore> core_;  // engine thread only after construction
   std::optional<ChatTemplate> chat_template_;
   EngineInfo info_;
+  CacheConfigInfo cache_config_;  // fixed after construction; copied into each stats snapshot
   const Tokenizer* tokenizer_;
 
   mutable std::mutex mu_;

@@ -187,6 +187,17 @@ struct EngineInfo {
   int max_logprobs = 20;
 };
 
+// The KV cache's configuration, fixed once the engine has started (vLLM's CacheConfig as its
+// `cache_config_info` gauge shows it). The server renders it as folio:cache_config_info.
+struct CacheConfigInfo {
+  int block_size = 0;                   // tokens per KV block (1 in token mode)
+  std::string cache_dtype = "auto";     // kv_cache_dtype_name(): "auto" | "fp8_e4m3"
+  std::string kv_cache_mode = "paged";  // "paged" | "token"
+  int num_gpu_blocks = 0;  // the KV pool's blocks (slots in token mode), whatever the device
+  int num_cpu_blocks = 0;  // host swap pool blocks (0: no swap space)
+  bool enable_prefix_caching = false;
+};
+
 // A snapshot; counters are monotonic since start.
 struct EngineStats {
   int num_running = 0;
@@ -197,6 +208,9 @@ struct EngineStats {
   uint64_t num_preemptions = 0;
   uint64_t prompt_tokens = 0;      // prefill tokens computed
   uint64_t generation_tokens = 0;  // tokens sampled
+  // Fixed after startup: the engine computes it once and copies it into every snapshot (short
+  // strings, no allocation).
+  CacheConfigInfo cache_config;
 };
 
 struct ChatTemplateInput {

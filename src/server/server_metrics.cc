@@ -81,6 +81,22 @@ std::string ServerMetrics::render(const EngineStats& s, const std::string& model
               "Histogram of end to end request latency in seconds.", lbl, e2e_);
   w.histogram("folio:request_queue_time_seconds",
               "Histogram of time spent in WAITING phase for request.", lbl, queue_);
+
+  // vLLM's info-style gauge: value 1, the cache config as labels (bools as Python spells them).
+  // Last, so the text before it is what it was without it.
+  const CacheConfigInfo& c = s.cache_config;
+  std::string info = lbl;
+  auto label = [&](const char* key, const std::string& value) {
+    info += std::string(",") + key + "=\"" + escape_label_value(value) + "\"";
+  };
+  label("block_size", std::to_string(c.block_size));
+  label("cache_dtype", c.cache_dtype);
+  label("kv_cache_mode", c.kv_cache_mode);
+  label("num_gpu_blocks", std::to_string(c.num_gpu_blocks));
+  label("num_cpu_blocks", std::to_string(c.num_cpu_blocks));
+  label("enable_prefix_caching", c.enable_prefix_caching ? "True" : "False");
+  w.family("folio:cache_config_info", "Information of the LLMEngine CacheConfig", "gauge");
+  w.sample("folio:cache_config_info", info, 1.0);
   return w.text();
 }
 

@@ -95,6 +95,9 @@ class FakeEngine : public EngineClient {
     s.num_preemptions = 3;
     s.prompt_tokens = prompt_tokens_;
     s.generation_tokens = generation_tokens_;
+    s.cache_config.block_size = 16;  // 256 blocks of 16: kv_capacity_tokens
+    s.cache_config.num_gpu_blocks = 256;
+    s.cache_config.enable_prefix_caching = true;
     return s;
   }
   bool healthy() const override { return healthy_.load(); }

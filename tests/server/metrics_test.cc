@@ -4,6 +4,8 @@
 #include <regex>
 #include <sstream>
 
+#include "engine/async_engine.h"
+#include "engine/engine_factory.h"
 #include "server/metrics.h"
 #include "server/server_metrics.h"
 
@@ -102,6 +104,100 @@ TEST(ServerMetrics, RendersFolioMetricsInPrometheusFormat) {
   }
   EXPECT_EQ(buckets, 22);  // 21 bounds and +Inf
   EXPECT_EQ(prev, 3);
+}
+
+// Every folio:cache_config_info sample line of `text` (the gauge must have exactly one).
+std::vector<std::string> cache_info_samples(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("folio:cache_config_info", 0) == 0) out.push_back(line);
+  return out;
+}
+
+std::string cache_info_line(const std::string& model_label, int block_size, const char* dtype,
+                            const char* mode, int gpu_blocks, int cpu_blocks, bool prefix) {
+  return "folio:cache_config_info{model_name=\"" + model_label + "\",block_size=\"" +
+         std::to_string(block_size) + "\",cache_dtype=\"" + dtype + "\",kv_cache_mode=\"" + mode +
+         "\",num_gpu_blocks=\"" + std::to_string(gpu_blocks) + "\",num_cpu_blocks=\"" +
+         std::to_string(cpu_blocks) + "\",enable_prefix_caching=\"" + (prefix ? "True" : "False") +
+         "\"} 1";
+}
+
+TEST(ServerMetrics, CacheConfigInfoIsOneGaugeSampleWithEscapedLabels) {
+  ServerMetrics m;
+  EngineStats s;
+  s.cache_config.block_size = 1;
+  s.cache_config.cache_dtype = "fp8_e4m3";
+  s.cache_config.kv_cache_mode = "token";
+  s.cache_config.num_gpu_blocks = 4096;
+  s.cache_config.num_cpu_blocks = 512;
+  s.cache_config.enable_prefix_caching = false;
+  const std::string text = m.render(s, "my\"model");
+  EXPECT_EQ(cache_info_samples(text),
+            std::vector<std::string>{cache_info_line("my\\\"model", 1, "fp8_e4m3", "token", 4096,
+                                                     512, false)});
+  EXPECT_NE(text.find("# TYPE folio:cache_config_info gauge\n"), std::string::npos);
+  auto v = parse_prometheus(text);  // also checks the format of every line
+  EXPECT_EQ(v.count("folio:kv_cache_usage_perc{model_name=\"my\\\"model\"}"), 1u);
+}
+
+// The gauge of a real engine (AsyncEngine over EngineCore on the CPU reference), default config
+// and fp8 / token-mode / swap variants: the labels are what the engine was built with.
+struct CacheInfoCase {
+  EngineConfig config;
+  int block_size;
+  const char* dtype;
+  const char* mode;
+  bool prefix;
+};
+
+void expect_engine_cache_info(const CacheInfoCase& c) {
+  const std::string dir = std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_gqa";
+  auto model = ModelConfig::load(dir);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const KvCacheShape planned = plan_kv_cache(c.config, *model);  // what the CPU executor gets
+  LoadOptions o;
+  o.model_dir = dir;
+  o.device = "cpu";
+  auto core = load_engine(o, c.config);
+  ASSERT_TRUE(core.ok()) << core.status().to_string();
+  AsyncEngine engine(std::move(*core), "m", std::nullopt);
+  ServerMetrics m;
+  const std::string text = m.render(engine.stats(), "m");
+  EXPECT_EQ(cache_info_samples(text),
+            std::vector<std::string>{cache_info_line("m", c.block_size, c.dtype, c.mode,
+                                                     planned.num_blocks, planned.num_swap_blocks,
+                                                     c.prefix)})
+      << text;
+  engine.shutdown();
+}
+
+TEST(ServerMetrics, CacheConfigInfoOfADefaultEngine) {
+  EngineConfig c;
+  ASSERT_EQ(c.block_size, 16);
+  expect_engine_cache_info({c, 16, "auto", "paged", true});
+}
+
+TEST(ServerMetrics, CacheConfigInfoOfAnFp8EngineWithSwap) {
+  EngineConfig c;
+  c.block_size = 8;
+  c.num_kv_blocks = 64;
+  c.swap_space_gib = 0.01;
+  c.kv_cache_dtype = KvCacheDtype::kFp8E4m3;
+  c.enable_prefix_caching = false;
+  auto model = ModelConfig::load(std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_gqa");
+  ASSERT_TRUE(model.ok());
+  ASSERT_GT(plan_kv_cache(c, *model).num_swap_blocks, 0);  // a non-zero num_cpu_blocks label
+  expect_engine_cache_info({c, 8, "fp8_e4m3", "paged", false});
+}
+
+TEST(ServerMetrics, CacheConfigInfoOfATokenModeEngine) {
+  EngineConfig c;
+  c.kv_mode = KvCacheMode::kToken;
+  c.max_total_tokens = 300;
+  expect_engine_cache_info({c, 1, "auto", "token", true});
 }
 
 }  // namespace

@@ -167,7 +167,10 @@ TEST_F(LiveTest, InfoEndpointsAndMetrics) {
         "folio:request_queue_time_seconds_count{model_name=\"fake-model\"} 2",
         "folio:kv_cache_usage_perc{model_name=\"fake-model\"} 0.25",
         "folio:generation_tokens_total{model_name=\"fake-model\"} 5",
-        "folio:num_preemptions_total{model_name=\"fake-model\"} 3"})
+        "folio:num_preemptions_total{model_name=\"fake-model\"} 3",
+        "folio:cache_config_info{model_name=\"fake-model\",block_size=\"16\",cache_dtype=\"auto\","
+        "kv_cache_mode=\"paged\",num_gpu_blocks=\"256\",num_cpu_blocks=\"0\","
+        "enable_prefix_caching=\"True\"} 1"})
     EXPECT_NE(m.body.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << m.body;
   s_.engine.set_healthy(false);
   EXPECT_EQ(http_call(s_.port, "GET", "/health").status, 503);
