@@ -109,7 +109,7 @@ ApiError context_error(int max_len, int prompt_len, std::optional<int> max_token
 
 MaybeError parse_json_body(std::string_view body, json& out) {
   if (body.empty()) return bad_request("the request body is empty", "", "invalid_json");
-  if (!is_valid_utf8(body))
+  if (!server::is_valid_utf8(body))
     return bad_request("the request body is not valid UTF-8", "", "invalid_json");
   out = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded()) return bad_request("the request body is not valid JSON", "",

@@ -1,6 +1,6 @@
 #include "server/utf8.h"
 
-namespace folio {
+namespace folio::server {
 
 bool is_valid_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -32,4 +32,4 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
-}  // namespace folio
+}  // namespace folio::server
