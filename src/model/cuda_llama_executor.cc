@@ -1,4 +1,5 @@
-// CudaLlamaExecutor: the step (upload, plan, layers, logits) and the KV block copies.
+// CudaLlamaExecutor: the step (plan, layers, logits) and the KV block copies; its inputs are
+// checked and uploaded in cuda_llama_step_inputs.cc.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,14 +16,6 @@
 #include "model/cuda_llama_executor_impl.h"
 
 namespace folio {
-namespace {
-
-size_t align16(size_t n) { return (n + 15) / 16 * 16; }
-
-template <typename T>
-size_t bytes_of(const std::vector<T>& v) { return v.size() * sizeof(T); }
-
-}  // namespace
 
 Status ensure_device(cuda::DeviceBuffer& buf, size_t bytes) {
   if (buf.bytes() >= bytes) return Status();
@@ -33,75 +26,6 @@ Status ensure_device(cuda::DeviceBuffer& buf, size_t bytes) {
 
 size_t CudaLlamaExecutor::Impl::layer_block_bytes() const {
   return static_cast<size_t>(kv.block_size) * config.kv_size() * (kv_fp8() ? 1 : cuda::dtype_size(dt));
-}
-
-// Host-side checks of what the kernels would otherwise read out of bounds: token ids, slots,
-// block ids, each sequence's table covering its context, logits rows.
-Status CudaLlamaExecutor::Impl::validate(const ForwardBatch& b, const CacheView& c) const {
-  const int T = b.num_tokens(), S = b.num_seqs(), V = config.vocab_size;
-  if (b.positions.size() != static_cast<size_t>(T) || b.slot_mapping.size() != static_cast<size_t>(T) ||
-      b.query_start.size() != static_cast<size_t>(S) + 1 ||
-      b.block_table_start.size() != static_cast<size_t>(S) + 1 || b.query_start[S] != T)
-    return internal_error("ForwardBatch: inconsistent array sizes");
-  for (int32_t id : b.token_ids)
-    if (id < 0 || id >= V)
-      return invalid_argument("token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                              std::to_string(V) + ")");
-  for (int64_t s : b.slot_mapping)
-    if (s >= c.num_slots) return internal_error("slot " + std::to_string(s) + " outside the KV cache");
-  const int64_t num_blocks = c.num_slots / kv.block_size;
-  for (int32_t blk : b.block_table)
-    if (blk < 0 || blk >= num_blocks)
-      return internal_error("block " + std::to_string(blk) + " outside the KV cache");
-  for (int s = 0; s < S; ++s) {
-    const int q_len = b.query_start[s + 1] - b.query_start[s];
-    const int64_t need = (static_cast<int64_t>(b.context_lens[s]) + kv.block_size - 1) / kv.block_size;
-    if (q_len < 0 || q_len > b.context_lens[s] ||
-        b.block_table_start[s + 1] - b.block_table_start[s] < need)
-      return internal_error("ForwardBatch: sequence " + std::to_string(s) +
-                            " has a query longer than its context or too few blocks");
-  }
-  for (int32_t r : b.logits_rows)
-    if (r < 0 || r >= T) return internal_error("logits row " + std::to_string(r) + " outside the step");
-  return Status();
-}
-
-// Packs the step's arrays into the pinned staging buffer and uploads them in one copy.
-Status CudaLlamaExecutor::Impl::upload(const ForwardBatch& b, StepArrays& d) {
-  struct Src { const void* p; size_t n; };
-  const Src srcs[] = {{b.token_ids.data(), bytes_of(b.token_ids)},
-                      {b.positions.data(), bytes_of(b.positions)},
-                      {b.slot_mapping.data(), bytes_of(b.slot_mapping)},
-                      {b.query_start.data(), bytes_of(b.query_start)},
-                      {b.context_lens.data(), bytes_of(b.context_lens)},
-                      {b.block_table_start.data(), bytes_of(b.block_table_start)},
-                      {b.block_table.data(), bytes_of(b.block_table)},
-                      {b.logits_rows.data(), bytes_of(b.logits_rows)}};
-  size_t offsets[8], total = 0;
-  for (int i = 0; i < 8; ++i) {
-    offsets[i] = total;
-    total += align16(srcs[i].n);
-  }
-  if (host_in.bytes() < total) {
-    host_in = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(host_in, cuda::PinnedHostBuffer::allocate(total * 3 / 2));
-  }
-  FOLIO_RETURN_IF_ERROR(ensure_device(dev_in, host_in.bytes()));
-  auto* h = static_cast<std::byte*>(host_in.data());
-  for (int i = 0; i < 8; ++i)
-    if (srcs[i].n) std::memcpy(h + offsets[i], srcs[i].p, srcs[i].n);
-  FOLIO_RETURN_IF_ERROR(cuda::copy_async(dev_in.data(), host_in.data(), total, nullptr));
-  const auto* base = static_cast<const std::byte*>(dev_in.data());
-  auto i32 = [&](int i) { return reinterpret_cast<const int32_t*>(base + offsets[i]); };
-  d.token_ids = i32(0);
-  d.positions = i32(1);
-  d.slot_mapping = reinterpret_cast<const int64_t*>(base + offsets[2]);
-  d.query_start = i32(3);
-  d.context_lens = i32(4);
-  d.block_table_start = i32(5);
-  d.block_table = i32(6);
-  d.logits_rows = i32(7);
-  return Status();
 }
 
 Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& c,
