@@ -5,7 +5,7 @@
 #
 #   device run, carry ["build-cudaexec/carry"], command:
 #     scripts/gpu-fp8.sh tests     # fp8 tests, then the whole GPU suite (logs under $OUT)
-#     scripts/gpu-fp8.sh kbench    # K1 decode attention, 16-bit and fp8 rows (FOLIO_CUDA_BENCH=1)
+#     scripts/gpu-fp8.sh kbench    # K1 (16-bit and fp8 rows) and K2 (FOLIO_CUDA_BENCH=1)
 #     scripts/gpu-fp8.sh b2        # B2 (1024 in / 1024 out x 1000) auto vs fp8, and fp8 at 512 seqs
 #     scripts/gpu-fp8.sh b1b3      # B1 and B3 with the fp8 cache, B3 auto beside it
 # Each mode fits one device call (10 minutes).
@@ -32,7 +32,7 @@ case "${1:-}" in
     echo "exit $?"; summary "$out/gpu_tests.log"
     ;;
   kbench)
-    FOLIO_CUDA_BENCH=1 timeout 300 "$CARRY/folio_cuda_tests" --gtest_filter="${KBENCH:-AttentionBench.Decode*}" \
+    FOLIO_CUDA_BENCH=1 timeout 300 "$CARRY/folio_cuda_tests" --gtest_filter="${KBENCH:-AttentionBench.*}" \
       2>&1 | tee "$out/k1.log" | grep -vE '^\[ (RUN|  +OK) ' | grep -vE '^$' | tail -n 60
     ;;
   b2)
