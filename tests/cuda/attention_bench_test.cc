@@ -270,6 +270,39 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
             bytes8 / us_q / 1e6, 100.0 * bytes8 / us_q / 1e6 / copy_q_tbps, plan->partition_size,
             plan->max_partitions);
       }
+      for (bool fp8 : {false, true}) {  // the tensor-core kernel, the planner's split and 2x / 0.5x
+        PagedAttentionParams pt = p;
+        if (fp8) {
+          pt.kv_dtype = KvCacheDtype::kFp8E4m3;
+          pt.k_cache = kc8->data();
+          pt.v_cache = vc8->data();
+        }
+        const double tb = fp8 ? bytes / 2 : bytes;
+        auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
+                                          DecodeKernel::kTc);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        for (int ps : {plan->partition_size, plan->partition_size * 2, plan->partition_size / 2}) {
+          if (ps < 64 || ps > 16384 || (ps != plan->partition_size && ps >= 2 * c.ctx)) continue;
+          auto sp = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, ps,
+                                          DecodeKernel::kTc);
+          ASSERT_TRUE(sp.ok()) << sp.status().to_string();
+          auto ws = DeviceBuffer::allocate(sp->workspace_bytes);
+          ASSERT_TRUE(ws.ok());
+          Status st;
+          const double us =
+              median_us([&] { st = decode_attention(pt, *sp, ws->data(), nullptr); });
+          EXPECT_TRUE(st.ok()) << st.to_string();
+          const double us_q =
+              median_us([&] { (void)decode_attention(pt, *sp, ws->data(), nullptr); }, evict_l2);
+          std::printf("K1 decode b%d L%d page %d tc%s%s: %.1f us, %.2f TB/s = %.0f%% of copy; "
+                      "queued %.1f us = %.0f%% of queued copy (partition %d x %d)\n",
+                      c.batch, c.ctx, bs, fp8 ? " fp8 cache" : "",
+                      ps == plan->partition_size ? "" : " (partition forced)", us, tb / us / 1e6,
+                      100.0 * tb / us / 1e6 / copy_tbps, us_q,
+                      100.0 * tb / us_q / 1e6 / copy_q_tbps, sp->partition_size,
+                      sp->max_partitions);
+        }
+      }
       for (int lanes : {2}) {  // 16 elements per lane (two 8-byte chunks): fewer shuffles/token
         PagedAttentionParams p8 = p;
         p8.kv_dtype = KvCacheDtype::kFp8E4m3;

@@ -1,5 +1,5 @@
-// Paged decode attention (flash-decoding split + merge) against the CPU reference, both kernels
-// (v2, and v1 where it applies): bf16/fp16, head_dim 8..256 (16 is the tiny test model's, 80 and
+// Paged decode attention (flash-decoding split + merge) against the CPU reference, every kernel
+// (v2, v1 where it applies, tc at head_dim 128): bf16/fp16, head_dim 8..256 (16 is the tiny test model's, 80 and
 // 96 have lane groups with idle lanes), MHA/GQA 4/8/MQA and odd head counts, block sizes
 // 1/3/8/16/32 with partial last blocks, forced small and multi-tile partitions, contexts past 16k
 // tokens, NaN in the slots past each sequence's end, and CUDA-graph replays of a bounded plan with
@@ -29,11 +29,18 @@ struct DecodeCase {
   KvCacheDtype kv = KvCacheDtype::kAuto;
 };
 
+const char* kernel_name(DecodeKernel k) {
+  return k == DecodeKernel::kV1   ? "v1"
+         : k == DecodeKernel::kTc ? "tc"
+         : k == DecodeKernel::kV2 ? "v2"
+                                  : "planner";
+}
+
 std::string name(const DecodeCase& c) {
   return std::string(dtype_name(c.dt)) + "_h" + std::to_string(c.heads) + "_kv" +
          std::to_string(c.kv_heads) + "_d" + std::to_string(c.head_dim) + "_bs" +
          std::to_string(c.block_size) + "_p" + std::to_string(c.partition_size) +
-         (c.kernel == DecodeKernel::kV1 ? "_v1" : "_v2") +
+         "_" + kernel_name(c.kernel) +
          (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "") +
          (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "") +
          (c.kv == KvCacheDtype::kFp8E4m3 ? "_fp8" : "");
@@ -155,6 +162,35 @@ std::vector<DecodeCase> cases() {
     c.kv = KvCacheDtype::kFp8E4m3;
     out.push_back(c);
   }
+  // The tensor-core kernel (head_dim 128), each with a 16-bit and an fp8 cache: groups 1, 3 (via
+  // MQA's second chunk), 4, 7 and 8, 12 heads on one KV head (chunks of 8 and 4), block sizes 1,
+  // 3, 8, 16 and 32, forced splits.
+  const std::vector<DecodeCase> tc = {
+      {DType::kBF16, 32, 8, 128, 16, 0},   // llama3-8B shape
+      {DType::kBF16, 32, 8, 128, 16, 64},  // forced split + merge
+      {DType::kFP16, 32, 8, 128, 1, 0},    // token mode
+      {DType::kBF16, 12, 1, 128, 8, 32},   // MQA: 12 heads in chunks of 8 and 4
+      {DType::kFP16, 16, 4, 128, 16, 0},
+      {DType::kBF16, 64, 8, 128, 16, 0},   // group of 8 (llama-70B shape)
+      {DType::kBF16, 28, 4, 128, 16, 0},   // group of 7 (qwen2.5-7B shape)
+      {DType::kFP16, 16, 16, 128, 32, 128},  // MHA, block 32, split
+      {DType::kBF16, 8, 2, 128, 3, 0},     // odd block size
+      {DType::kFP16, 16, 2, 128, 1, 32},   // group of 8, token mode, split
+  };
+  for (DecodeCase c : tc) {
+    c.kernel = DecodeKernel::kTc;
+    out.push_back(c);
+    c.kv = KvCacheDtype::kFp8E4m3;
+    out.push_back(c);
+  }
+  // The planner's own choice (tc at head_dim 128).
+  for (DecodeCase c : {DecodeCase{DType::kBF16, 32, 8, 128, 16, 0},
+                       DecodeCase{DType::kFP16, 64, 8, 128, 1, 0}}) {
+    c.kernel = DecodeKernel::kDefault;
+    out.push_back(c);
+    c.kv = KvCacheDtype::kFp8E4m3;
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -175,7 +211,9 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
        {L{16, 0, DecodeKernel::kV2}, L{1, 0, DecodeKernel::kV2}, L{16, 4096, DecodeKernel::kV2},
         L{1, 16384, DecodeKernel::kV2}, L{8, 2048, DecodeKernel::kV2, 2},
         L{16, 0, DecodeKernel::kV1}, L{1, 0, DecodeKernel::kV1},
-        L{16, 0, DecodeKernel::kV2, 0, kFp8}, L{1, 16384, DecodeKernel::kV2, 0, kFp8}}) {
+        L{16, 0, DecodeKernel::kV2, 0, kFp8}, L{1, 16384, DecodeKernel::kV2, 0, kFp8},
+        L{16, 0, DecodeKernel::kTc}, L{1, 16384, DecodeKernel::kTc},
+        L{16, 0, DecodeKernel::kTc, 0, kFp8}, L{8, 2048, DecodeKernel::kTc, 0, kFp8}}) {
     std::mt19937 rng(c.block_size + c.partition_size);
     AttentionProblem prob(DType::kBF16, 8, 2, 128, c.block_size,
                           {{16411, 1}, {20000, 1}, {5, 1}, {2049, 1}}, rng, c.kv);
@@ -186,7 +224,7 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
     plan->lane_vectors = c.lane_vectors;
     check(prob, *plan,
           "block_size " + std::to_string(c.block_size) + " partition " +
-              std::to_string(c.partition_size) + (c.kernel == DecodeKernel::kV1 ? " v1" : " v2") +
+              std::to_string(c.partition_size) + " " + kernel_name(c.kernel) +
               " lane_vectors " + std::to_string(c.lane_vectors) + (c.kv == kFp8 ? " fp8" : ""));
   }
 }
@@ -217,7 +255,7 @@ TEST(DecodeAttentionPlanTest, RejectsUnsupportedShapes) {
   EXPECT_TRUE(plan_decode_attention(ctx, 4, 2, 16, 132).ok());  // the tiny model
 }
 
-// FOLIO_DECODE_KERNEL picks the default kernel; v1 falls back to v2 for head dims it lacks.
+// FOLIO_DECODE_KERNEL picks the default kernel; v1 and tc fall back to v2 for head dims they lack.
 TEST(DecodeAttentionPlanTest, KernelFromEnvironment) {
   const std::vector<int32_t> ctx = {100};
   auto kernel_for = [&](const char* env, int head_dim) -> Result<DecodeKernel> {
@@ -230,10 +268,15 @@ TEST(DecodeAttentionPlanTest, KernelFromEnvironment) {
     if (!plan.ok()) return plan.status();
     return plan->kernel;
   };
-  EXPECT_EQ(*kernel_for(nullptr, 128), DecodeKernel::kV2);
+  EXPECT_EQ(*kernel_for(nullptr, 128), DecodeKernel::kTc);  // the default at head_dim 128
+  EXPECT_EQ(*kernel_for(nullptr, 64), DecodeKernel::kV2);   // and v2 elsewhere
   EXPECT_EQ(*kernel_for("v2", 128), DecodeKernel::kV2);
   EXPECT_EQ(*kernel_for("v1", 128), DecodeKernel::kV1);
   EXPECT_EQ(*kernel_for("v1", 16), DecodeKernel::kV2);
+  EXPECT_EQ(*kernel_for("tc", 128), DecodeKernel::kTc);
+  EXPECT_EQ(*kernel_for("tc", 64), DecodeKernel::kV2);  // tc takes head_dim 128 only
+  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 64, 132, 0, DecodeKernel::kTc).status().code(),
+            StatusCode::kUnimplemented);
   EXPECT_EQ(kernel_for("v3", 128).status().code(), StatusCode::kInvalidArgument);
   // An explicit kernel wins over the environment.
   setenv("FOLIO_DECODE_KERNEL", "v1", 1);
@@ -282,8 +325,9 @@ TEST(DecodeAttentionGraphTest, BoundedPlanReplaysWithNewLengths) {
   constexpr KvCacheDtype kFp8 = KvCacheDtype::kFp8E4m3;
   for (G g : {G{0, DecodeKernel::kV2}, G{2048, DecodeKernel::kV2}, G{0, DecodeKernel::kV1},
               G{0, DecodeKernel::kV2, kFp8}, G{2048, DecodeKernel::kV2, kFp8},
-              G{0, DecodeKernel::kV1, kFp8}}) {
-    SCOPED_TRACE(std::string(g.kernel == DecodeKernel::kV1 ? "v1" : "v2") + " partition " +
+              G{0, DecodeKernel::kV1, kFp8}, G{0, DecodeKernel::kTc}, G{2048, DecodeKernel::kTc},
+              G{0, DecodeKernel::kTc, kFp8}}) {
+    SCOPED_TRACE(std::string(kernel_name(g.kernel)) + " partition " +
                  std::to_string(g.partition_size) + (g.kv == kFp8 ? " fp8" : ""));
     std::mt19937 rng(11 + g.partition_size);
     // Sized for the bound: every later table fits in these arrays.

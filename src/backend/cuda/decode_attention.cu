@@ -17,21 +17,33 @@ constexpr int kV2MaxPartition = 16384;  // v2 streams any length; this bounds th
 constexpr int kMinAutoPartition = 64;   // below this, block setup outweighs the tokens
 constexpr int kV1BlocksPerSm = 2;       // v1: split until the grid has this many blocks per SM
 constexpr int kV2BlocksPerSm = 3;       // v2: resident blocks per SM (registers: 3 or 4)
+constexpr int kTcBlocksPerSm = 2;       // tc: resident blocks per SM (launch bounds)
 
 bool v1_supports(int head_dim) {
   return head_dim == 64 || head_dim == 128;
+}
+
+bool tc_supports(int head_dim) {
+  return head_dim == 128;
 }
 
 Result<DecodeKernel> resolve_kernel(DecodeKernel kernel, int head_dim) {
   if (kernel == DecodeKernel::kV1 && !v1_supports(head_dim))
     return unimplemented("decode plan: kernel v1 supports head_dim 64 and 128, not " +
                          std::to_string(head_dim));
+  if (kernel == DecodeKernel::kTc && !tc_supports(head_dim))
+    return unimplemented("decode plan: kernel tc supports head_dim 128, not " +
+                         std::to_string(head_dim));
   if (kernel != DecodeKernel::kDefault) return kernel;
   const char* env = std::getenv("FOLIO_DECODE_KERNEL");
   const std::string v = env ? env : "";
-  if (v.empty() || v == "v2") return DecodeKernel::kV2;
+  // The default: tc at head_dim 128 (on the H100 it is 1.0-1.1x v2 on a 16-bit cache, B1 +3%,
+  // B3 -1%, and 1.3-1.4x on an fp8 cache; NOTES.md), v2 elsewhere.
+  if (v.empty()) return tc_supports(head_dim) ? DecodeKernel::kTc : DecodeKernel::kV2;
+  if (v == "v2") return DecodeKernel::kV2;
   if (v == "v1") return v1_supports(head_dim) ? DecodeKernel::kV1 : DecodeKernel::kV2;
-  return invalid_argument("FOLIO_DECODE_KERNEL=" + v + " (expected v1 or v2)");
+  if (v == "tc") return tc_supports(head_dim) ? DecodeKernel::kTc : DecodeKernel::kV2;
+  return invalid_argument("FOLIO_DECODE_KERNEL=" + v + " (expected v1, v2 or tc)");
 }
 
 // Plans for `num_seqs` sequences whose lengths `len(i)` are known (or bounded) on the host.
@@ -47,7 +59,7 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
                             " is not a power of two in [32, " + std::to_string(max_p) + "]");
   if (num_seqs < 0) return invalid_argument("decode plan: negative num_seqs");
   const int group = num_heads / num_kv_heads;
-  const int chunks = (group + 7) / 8;  // decode_head_chunk caps a block at 8 q heads
+  const int chunks = (group + 7) / 8;  // decode_head_chunk (and tc) cap a block at 8 q heads
   int max_len = 0;
   for (int s = 0; s < num_seqs; ++s) {
     if (len(s) < 0) return invalid_argument("decode plan: negative context length");
@@ -71,7 +83,8 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
       // The finest split whose grid still fits one resident wave: a second, partial wave of
       // short blocks costs more than longer blocks (each keeps 3 iterations of loads in flight).
       // Large batches fill the GPU unsplit and skip the merge.
-      const int64_t wave = int64_t{kV2BlocksPerSm} * num_sms;
+      const int64_t wave =
+          int64_t{k == DecodeKernel::kTc ? kTcBlocksPerSm : kV2BlocksPerSm} * num_sms;
       while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p / 2) <= wave)) p /= 2;
     }
   }
@@ -143,6 +156,7 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
   }
   // An fp8 cache runs v2 whatever the plan says (v1 reads 16-bit rows only); a v1 plan's split
   // (partitions of 32..512 tokens, the same workspace layout) suits v2 as well.
+  if (plan.kernel == DecodeKernel::kTc) return detail::launch_decode_tc(p, plan, ws, stream);
   if (p.kv_dtype == KvCacheDtype::kFp8E4m3)
     return detail::launch_decode_v2_fp8(p, plan, ws, stream);
   return plan.kernel == DecodeKernel::kV1 ? detail::launch_decode_v1(p, plan, ws, stream)

@@ -38,9 +38,10 @@
 namespace folio::cuda {
 
 enum class DecodeKernel {
-  kDefault,  // FOLIO_DECODE_KERNEL (v1 | v2) when set, else v2
+  kDefault,  // FOLIO_DECODE_KERNEL (v1 | v2 | tc) when set, else tc at head_dim 128, else v2
   kV1,       // two passes over the partition; head_dim 64 or 128
   kV2,       // one cp.async-pipelined pass with an online softmax; any supported head_dim
+  kTc,       // v2's pass with q·K^T and P·V on tensor cores; head_dim 128, 16- or 8-bit cache
 };
 
 struct DecodePlan {

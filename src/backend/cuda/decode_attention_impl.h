@@ -1,5 +1,6 @@
-// Internal to decode_attention: the launchers of the two decode kernels (decode_attention_v1.cu,
-// decode_attention_v2.cu, and decode_attention_v2_fp8.cu for an fp8 cache), called by
+// Internal to decode_attention: the launchers of the decode kernels (decode_attention_v1.cu,
+// decode_attention_v2.cu, decode_attention_v2_fp8.cu for an fp8 cache, decode_attention_tc.cu),
+// called by
 // decode_attention.cu once the params and plan are checked.
 #pragma once
 
@@ -29,5 +30,8 @@ Status launch_decode_v2(const PagedAttentionParams& p, const DecodePlan& plan,
 // v2 over an fp8 e4m3 cache (p.kv_dtype kFp8E4m3), decode_attention_v2_fp8.cu.
 Status launch_decode_v2_fp8(const PagedAttentionParams& p, const DecodePlan& plan,
                             const DecodeWorkspace& ws, void* stream);
+// The tensor-core kernel over either cache (decode_attention_tc.cu), head_dim 128.
+Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
+                        const DecodeWorkspace& ws, void* stream);
 
 }  // namespace folio::cuda::detail

@@ -88,6 +88,41 @@ __host__ __device__ inline int smem_bytes(int gc, int d) {
   return main_bytes<CB>(gc, d) + 2 * kWarps * gc * 4 + 2 * kTile * 4;
 }
 
+// A block's result from its kWarps warps' partials: per q head g < gcount (head h0 + g), the
+// warps' running max wm[w * GC + g] and sum wl[w * GC + g] (log2 units) and unnormalised output
+// red[(w * GC + g) * D + d] merge into the output row (one partition) or the partition's slot
+// of the workspace (a split sequence, merged by decode_v2_merge_kernel). All kThreads threads.
+template <typename T, int GC>
+__device__ __forceinline__ void store_block_result(const V2Args<T>& a, const float* red,
+                                                   const float* wm, const float* wl, int gcount,
+                                                   int h0, int row, int s, int part, int nparts) {
+  const int D = a.head_dim;
+  for (int i = threadIdx.x; i < gcount * D; i += kThreads) {
+    const int g = i / D, d = i - g * D, h = h0 + g;
+    float M = kNoMax;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, wm[w * GC + g]);
+    float L = 0.f, o = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = fast_exp2(wm[w * GC + g] - M);
+      L += wl[w * GC + g] * f;
+      o += red[(w * GC + g) * D + d] * f;
+    }
+    if (nparts == 1) {
+      a.out[(static_cast<int64_t>(row) * a.num_heads + h) * D + d] =
+          from_float<T>(L > 0.f ? o / L : 0.f);
+    } else {
+      const int64_t pi = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions + part;
+      a.ws.out[pi * D + d] = o;
+      if (d == 0) {
+        a.ws.m[pi] = M;
+        a.ws.l[pi] = L;
+      }
+    }
+  }
+}
+
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads. A token's row of
 // D elements (D / 8 8-element vectors: 16-byte chunks, 8-byte ones in an fp8 cache) is read by a
 // lane group of TG lanes (a power of two), VPL
@@ -313,30 +348,7 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
   }
   __syncthreads();
 
-  for (int i = tid; i < gcount * D; i += kThreads) {
-    const int g = i / D, d = i - g * D, h = h0 + g;
-    float M = kNoMax;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, wm[w * GC + g]);
-    float L = 0.f, o = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = fast_exp2(wm[w * GC + g] - M);
-      L += wl[w * GC + g] * f;
-      o += red[(w * GC + g) * D + d] * f;
-    }
-    if (nparts == 1) {
-      a.out[(static_cast<int64_t>(row) * a.num_heads + h) * D + d] =
-          from_float<T>(L > 0.f ? o / L : 0.f);
-    } else {
-      const int64_t pi = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions + part;
-      a.ws.out[pi * D + d] = o;
-      if (d == 0) {
-        a.ws.m[pi] = M;
-        a.ws.l[pi] = L;
-      }
-    }
-  }
+  store_block_result<T, GC>(a, red, wm, wl, gcount, h0, row, s, part, nparts);
 }
 
 // grid (num_heads, num_seqs): merges the partitions of the sequences that were split; the

@@ -1,0 +1,304 @@
+// Decode kernel "tc" (see decode_attention.h): decode v2's grid, split and merge, with the scores
+// S = q·K^T and the product P·V on tensor cores (mma.m16n8k16, fp32 accumulation), head_dim 128.
+// v2 spends most of its instructions per token (a lane group's shuffle reduction per q head, the
+// online softmax per token, unpacking), which bounds it below the memory rate where bandwidth is
+// high (the H200) or the bytes are few (an fp8 cache). Here a warp takes 16 tokens at a time and
+// pays 24 mma, 6 shuffles of slot ids and one softmax step for the GQA group's 8 q heads.
+//
+// The operands come straight from global memory into registers, in the mma fragment layouts, by
+// permuting the summed dimensions (any order works if both operands share it):
+//   S[16 rows = q heads (8 used), 16 tokens] = Q[heads, 128 dims] · K[tokens, 128 dims]^T: lane
+//     (g = lane / 4, t = lane % 4) provides the B columns of tokens pi(g) and pi(g) + 2, where
+//     pi(g) = 4 (g / 2) + g % 2, each as 32 of the 128 dims chosen so that the lane's loads are
+//     whole 16-byte chunks (kdim below) and Q's A fragment takes the same 32 dims.
+//   Then lane (g, t) holds head g's scores of tokens 4t .. 4t + 3, which are exactly the B
+//   fragment of O^T[128 dims, 8 heads] = V^T[dims, 16 tokens] · P^T[16 tokens, heads] when the
+//   token order of that product's k is 4t, 4t + 1 | 4t + 2, 4t + 3. Its A fragment is V^T: lane
+//   (g, t) loads V rows 4t .. 4t + 3 at 16 dims (vdim below) and interleaves row pairs (prmt).
+// The online softmax runs per q head on the S fragment (a quad of lanes per head); O^T's
+// fragment holds heads 2t and 2t + 1, whose rescale factors come by two shuffles.
+// A 16-bit cache multiplies in its dtype (P rounded to it, as the prefill kernels do); an fp8
+// cache converts e4m3 pairs to f16x2 exactly (one cvt per pair) and multiplies in fp16 (q
+// converted to fp16, P in fp16).
+//
+// Each of the kWarps warps walks every kWarps-th 16-token chunk of the block's partition, the
+// next chunk's K/V loads in flight (registers) while it computes the current one; the slot ids
+// come one chunk further ahead (lane L < 16 looks up token L of a chunk, shuffles distribute).
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include "backend/cuda/decode_attention_v2.cuh"
+#include "backend/cuda/mma_16816.cuh"
+
+namespace folio::cuda::detail {
+namespace {
+namespace tc {
+
+constexpr int kD = 128;     // head_dim
+constexpr int kHeads = 8;   // q heads per block: the n of O^T's mma
+constexpr int kChunk = 16;  // tokens per warp step
+
+__device__ __forceinline__ uint32_t prmt(uint32_t x, uint32_t y, uint32_t sel) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(y), "r"(sel));
+  return r;
+}
+
+// Two e4m3 codes (low byte first) -> f16x2 (low half first), exactly.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t codes16) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes16),
+                                                    __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// The fragment layouts per cache element type. Cache<T, T>: a 16-bit cache, mma in T.
+template <typename T, typename C>
+struct Cache {
+  using Mma = T;
+  static constexpr int kKLoads = 4;  // 16-byte loads per K row per lane (32 dims)
+  static constexpr int kVLoads = 2;  // per V row per lane (16 dims)
+  // First of the 4 dims (2 for a0, 2 for a2) k-step j of lane t sums over.
+  static __device__ __forceinline__ int kdim(int j, int t) { return 8 * (4 * (j / 2) + t) + 4 * (j % 2); }
+  static __device__ __forceinline__ int k_load_elem(int q, int t) { return 8 * (4 * q + t); }
+  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
+                                             uint32_t& b1) {
+    b0 = word(k[j / 2], 2 * (j % 2));
+    b1 = word(k[j / 2], 2 * (j % 2) + 1);
+  }
+  // Lane g's dims of O^T m-tile i: vdim(i, g) (A row g) and vdim + 1 (row g + 8).
+  static __device__ __forceinline__ int vdim(int i, int g) { return 8 * (g + 8 * (i / 4)) + 2 * (i % 4); }
+  static __device__ __forceinline__ int v_load_elem(int c, int g) { return 8 * (g + 8 * c); }
+  // V^T's A fragment of m-tile i from rows r[0..3] (tokens 4t .. 4t + 3).
+  static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
+                                             uint32_t (&a)[4]) {
+    const uint32_t w0 = word(v[0][i / 4], i % 4), w1 = word(v[1][i / 4], i % 4);
+    const uint32_t w2 = word(v[2][i / 4], i % 4), w3 = word(v[3][i / 4], i % 4);
+    a[0] = prmt(w0, w1, 0x5410);
+    a[1] = prmt(w0, w1, 0x7632);
+    a[2] = prmt(w2, w3, 0x5410);
+    a[3] = prmt(w2, w3, 0x7632);
+  }
+};
+
+// An fp8 e4m3 cache: mma in fp16.
+template <typename T>
+struct Cache<T, uint8_t> {
+  using Mma = __half;
+  static constexpr int kKLoads = 2;
+  static constexpr int kVLoads = 1;
+  static __device__ __forceinline__ int kdim(int j, int t) { return 16 * (t + 4 * (j / 4)) + 4 * (j % 4); }
+  static __device__ __forceinline__ int k_load_elem(int q, int t) { return 16 * (t + 4 * q); }
+  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
+                                             uint32_t& b1) {
+    const uint32_t w = word(k[j / 4], j % 4);
+    b0 = e4m3x2_to_f16x2(w & 0xffffu);
+    b1 = e4m3x2_to_f16x2(w >> 16);
+  }
+  static __device__ __forceinline__ int vdim(int i, int g) { return 16 * g + 2 * i; }
+  static __device__ __forceinline__ int v_load_elem(int, int g) { return 16 * g; }
+  static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
+                                             uint32_t (&a)[4]) {
+    const uint32_t sel = i % 2 ? 0x7362 : 0x5140;  // bytes (2h, 2h + 1) of two rows, interleaved
+    const uint32_t x01 = prmt(word(v[0][0], i / 2), word(v[1][0], i / 2), sel);
+    const uint32_t x23 = prmt(word(v[2][0], i / 2), word(v[3][0], i / 2), sel);
+    a[0] = e4m3x2_to_f16x2(x01 & 0xffffu);
+    a[1] = e4m3x2_to_f16x2(x01 >> 16);
+    a[2] = e4m3x2_to_f16x2(x23 & 0xffffu);
+    a[3] = e4m3x2_to_f16x2(x23 >> 16);
+  }
+};
+
+template <typename T, typename C>
+struct ChunkRegs {
+  uint4 k[2][Cache<T, C>::kKLoads];     // K rows pi(g), pi(g) + 2
+  uint4 v[4][Cache<T, C>::kVLoads];     // V rows 4t .. 4t + 3
+};
+
+// Shared memory: the cross-warp partials [kWarps][kHeads][kD], then max and sum [kWarps][kHeads].
+constexpr int kSmemBytes = (kWarps * kHeads * kD + 2 * kWarps * kHeads) * 4;
+
+}  // namespace tc
+
+// grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads; num_chunks =
+// ceil(group / 8). head_dim 128.
+template <typename T, typename C>
+__global__ void __launch_bounds__(kThreads, 2)
+    decode_tc_kernel(V2Args<T> a) {
+  using namespace tc;
+  using L = Cache<T, C>;
+  using Mma = typename L::Mma;
+  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
+  pdl_launch_dependents();
+  __shared__ __align__(16) float smem[kSmemBytes / 4];
+  float* red = smem;
+  float* wm = red + kWarps * kHeads * kD;
+  float* wl = wm + kWarps * kHeads;
+
+  const int kvh = blockIdx.x / a.num_chunks, chunk = blockIdx.x % a.num_chunks;
+  const int s = blockIdx.y, part = blockIdx.z;
+  const int P = a.partition_size;
+  const int ctx = a.context_lens[s];  // device memory: CUDA-graph plans run past short contexts
+  const int nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
+  if (part >= nparts) return;
+  const int start = part * P;
+  const int n = max(0, min(ctx - start, P));
+  const int G = a.num_heads / a.num_kv_heads;
+  const int gcount = min(kHeads, G - chunk * kHeads);
+  const int h0 = kvh * G + chunk * kHeads;
+  const int row = a.query_start[s];
+  const int32_t* table = a.block_table + a.block_table_start[s];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+  // Q's A fragments (rows g + 8 are zero: a[1] = a[3] = 0), the summed dims permuted as K's.
+  uint32_t qa0[8], qa2[8];
+  {
+    const T* q = a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + min(g, gcount - 1)) * kD;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int d = L::kdim(j, t);
+      float f[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f[e] = g < gcount ? to_float(q[d + e]) : 0.f;
+      qa0[j] = pack2<Mma>(f[0], f[1]);
+      qa2[j] = pack2<Mma>(f[2], f[3]);
+    }
+  }
+
+  const C* k_cache = reinterpret_cast<const C*>(a.k_cache);  // offsets below count elements
+  const C* v_cache = reinterpret_cast<const C*>(a.v_cache);
+  const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * kD;
+  const int64_t head_off = static_cast<int64_t>(kvh) * kD;
+  const int nch = (n + kChunk - 1) / kChunk;
+  const int pg = 4 * (g / 2) + g % 2;  // pi(g)
+
+  // Lane L < 16: the slot of token L of chunk c, -1 past the partition's end.
+  auto slot_of = [&](int c) {
+    const int tok = c * kChunk + lane;
+    if (lane >= kChunk || tok >= n) return -1;
+    const int pos = start + tok, page = pos / a.block_size;
+    return table[page] * a.block_size + (pos - page * a.block_size);
+  };
+  auto load = [&](const C* base, int slot, int elem) {
+    return slot >= 0 ? __ldg(reinterpret_cast<const uint4*>(base + slot * slot_stride + head_off +
+                                                            elem))
+                     : make_uint4(0, 0, 0, 0);
+  };
+  auto issue = [&](ChunkRegs<T, C>& r, int slot_lane) {
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int sl = __shfl_sync(0xffffffffu, slot_lane, pg + 2 * x);
+#pragma unroll
+      for (int q = 0; q < L::kKLoads; ++q) r.k[x][q] = load(k_cache, sl, L::k_load_elem(q, t));
+    }
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int sl = __shfl_sync(0xffffffffu, slot_lane, 4 * t + x);
+#pragma unroll
+      for (int c = 0; c < L::kVLoads; ++c) r.v[x][c] = load(v_cache, sl, L::v_load_elem(c, g));
+    }
+  };
+
+  float m = kNoMax, l = 0.f;  // head g's running max (log2 units) and this lane's share of the sum
+  float o[8][4];              // O^T m-tile i: (vdim, head 2t), (vdim, 2t + 1), (vdim + 1, 2t), ...
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[i][e] = 0.f;
+
+  // One chunk: the loads of chunk c + kWarps go into `nxt` (past the end: none, zeros) while
+  // chunk c, in `cur`, is scored and accumulated.
+  int slot_next = slot_of(warp + kWarps);
+  auto step = [&](const ChunkRegs<T, C>& cur, ChunkRegs<T, C>& nxt, int c) {
+    issue(nxt, slot_next);
+    slot_next = slot_of(c + 2 * kWarps);
+
+    float s0[4] = {0.f, 0.f, 0.f, 0.f}, s1[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t qa[4] = {qa0[j], 0u, qa2[j], 0u};
+      uint32_t b0, b1;
+      L::k_b(cur.k[0], j, b0, b1);
+      mma_16816<Mma>(s0, qa, b0, b1);
+      L::k_b(cur.k[1], j, b0, b1);
+      mma_16816<Mma>(s1, qa, b0, b1);
+    }
+    // Head g's scores of tokens 4t .. 4t + 3 of the chunk.
+    float sc[4] = {s0[0], s0[1], s1[0], s1[1]};
+    float mx = kNoMax;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      sc[e] = c * kChunk + 4 * t + e < n ? sc[e] * a.scale_log2 : -INFINITY;
+      mx = fmaxf(mx, sc[e]);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m, mx);
+    const float alpha = fast_exp2(m - m_new);
+    m = m_new;
+    float p[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) p[e] = fast_exp2(sc[e] - m);
+    l = l * alpha + (p[0] + p[1]) + (p[2] + p[3]);
+    const float alpha_a = __shfl_sync(0xffffffffu, alpha, 8 * t);      // head 2t
+    const float alpha_b = __shfl_sync(0xffffffffu, alpha, 8 * t + 4);  // head 2t + 1
+    const uint32_t pb0 = pack2<Mma>(p[0], p[1]), pb1 = pack2<Mma>(p[2], p[3]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      o[i][0] *= alpha_a;
+      o[i][1] *= alpha_b;
+      o[i][2] *= alpha_a;
+      o[i][3] *= alpha_b;
+      uint32_t va[4];
+      L::v_a(cur.v, i, va);
+      mma_16816<Mma>(o[i], va, pb0, pb1);
+    }
+  };
+  // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
+  // (no register copies; 240 registers, 2 blocks per SM); an fp8 cache from 3 blocks per SM,
+  // which only the copying loop fits (166 registers: 3 x 128 x 166 <= 65536).
+  if constexpr (sizeof(C) == 1) {
+    ChunkRegs<T, C> cur;
+    issue(cur, slot_of(warp));
+#pragma unroll 1
+    for (int c = warp; c < nch; c += kWarps) {  // warp-uniform
+      ChunkRegs<T, C> nxt;
+      step(cur, nxt, c);
+      cur = nxt;
+    }
+  } else {
+    ChunkRegs<T, C> ra, rb;
+    issue(ra, slot_of(warp));
+#pragma unroll 1
+    for (int c = warp; c < nch; c += 2 * kWarps) {  // warp-uniform
+      step(ra, rb, c);
+      if (c + kWarps >= nch) break;
+      step(rb, ra, c + kWarps);
+    }
+  }
+
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  if (t == 0) {
+    wm[warp * kHeads + g] = m;
+    wl[warp * kHeads + g] = l;
+  }
+  float* rh = red + (warp * kHeads + 2 * t) * kD;  // head 2t; head 2t + 1 follows at + kD
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int d = L::vdim(i, g);
+    rh[d] = o[i][0];
+    rh[kD + d] = o[i][1];
+    rh[d + 1] = o[i][2];
+    rh[kD + d + 1] = o[i][3];
+  }
+  __syncthreads();
+  store_block_result<T, kHeads>(a, red, wm, wl, gcount, h0, row, s, part, nparts);
+}
+
+}  // namespace
+}  // namespace folio::cuda::detail
