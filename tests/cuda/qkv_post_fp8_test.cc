@@ -3,13 +3,8 @@
 //   compared whole: untouched rows must keep their poison), and q against the chain's q;
 // - against the host codec (base/fp8.h) applied to the same op's 16-bit cache output, so the
 //   fp8 value is exactly e4m3(the value a 16-bit cache would hold).
-#include "backend/cuda/kv_cache_ops.h"
-#include "backend/cuda/qkv_post.h"
-#include "backend/cuda/rms_norm.h"
-#include "backend/cuda/rope.h"
-#include "backend/cuda/split_qkv.h"
 #include "fp8_test_util.h"
-#include "small_ops_test_util.h"
+#include "qkv_post_test_util.h"
 
 namespace folio::cuda {
 namespace {
@@ -30,62 +25,21 @@ class QkvPostFp8Test : public ::testing::TestWithParam<DType> {
 
 void QkvPostFp8Test::run_case(const QkvShape& s, bool with_bias, bool with_norm, int block_size,
                               float range) {
-  const int qs = s.nh * s.hd, kvs = s.nkv * s.hd, width = qs + 2 * kvs;
   const float eps = 1e-6f;
-  SCOPED_TRACE("T " + std::to_string(s.T) + " heads " + std::to_string(s.nh) + "/" +
-               std::to_string(s.nkv) + " hd " + std::to_string(s.hd) + " bias " +
-               std::to_string(with_bias) + " norm " + std::to_string(with_norm) + " block " +
-               std::to_string(block_size) + " range " + std::to_string(range));
-  auto qkv =
-      rounded(dt(), testing::random_vec(static_cast<size_t>(s.T) * width, rng, -range, range));
-  auto bias = rounded(dt(), testing::random_vec(width, rng, -0.5f, 0.5f));
-  auto qn = rounded(dt(), testing::random_vec(s.hd, rng, 0.5f, 1.5f));
-  auto kn = rounded(dt(), testing::random_vec(s.hd, rng, 0.5f, 1.5f));
-  auto pos = testing::make_positions(s.T, rng);
-  auto inv_freq = testing::make_inv_freq(s.hd);
-  int64_t num_slots = 0;
-  auto slots = testing::make_slots(s.T, block_size, rng, &num_slots);
-  auto d_qkv = DevTensor::upload(dt(), qkv), d_bias = DevTensor::upload(dt(), bias);
-  auto d_qn = DevTensor::upload(dt(), qn), d_kn = DevTensor::upload(dt(), kn);
-  auto d_pos = testing::upload_raw(pos);
-  auto d_freq = testing::upload_raw(inv_freq);
-  auto d_slots = testing::upload_raw(slots);
-  const size_t cache_elems = static_cast<size_t>(num_slots) * kvs;
-  const void* b = with_bias ? d_bias.data() : nullptr;
+  const testing::QkvPostInputs in(dt(), s, block_size, rng, range);
+  SCOPED_TRACE(in.where(with_bias, with_norm, block_size) + " range " + std::to_string(range));
+  const size_t cache_elems = in.cache_elems;
+  const int kvs = in.kvs;
+  const int64_t num_slots = in.num_slots;
 
   // The chain, ending in the fp8 cache write.
-  auto q = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * qs);
-  auto k = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * kvs);
-  auto v = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * kvs);
+  auto q = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * in.qs);
   auto kc = DevBytes::filled(cache_elems, 0xFF), vc = DevBytes::filled(cache_elems, 0xFF);
-  FOLIO_ASSERT_OK(
-      split_qkv(dt(), d_qkv.data(), b, q.data(), k.data(), v.data(), s.T, qs, kvs, nullptr));
-  if (with_norm) {
-    FOLIO_ASSERT_OK(
-        rms_norm(dt(), q.data(), d_qn.data(), q.data(), s.T * s.nh, s.hd, eps, nullptr));
-    FOLIO_ASSERT_OK(
-        rms_norm(dt(), k.data(), d_kn.data(), k.data(), s.T * s.nkv, s.hd, eps, nullptr));
-  }
-  FOLIO_ASSERT_OK(rope(dt(), q.data(), k.data(), d_pos.as<int32_t>(), d_freq.as<float>(), s.T, s.nh,
-                       s.nkv, s.hd, nullptr));
-  FOLIO_ASSERT_OK(reshape_and_cache(dt(), k.data(), v.data(), d_slots.as<int64_t>(), s.T, kvs,
-                                    kc.data(), vc.data(), nullptr, KvCacheDtype::kFp8E4m3));
+  FOLIO_ASSERT_OK(in.run_chain(with_bias, with_norm, eps, q, kc.data(), vc.data(),
+                               KvCacheDtype::kFp8E4m3));
 
   // The fused op, into a 16-bit cache and into an fp8 cache.
-  QkvPostParams p;
-  p.dtype = dt();
-  p.num_tokens = s.T;
-  p.num_heads = s.nh;
-  p.num_kv_heads = s.nkv;
-  p.head_dim = s.hd;
-  p.eps = eps;
-  p.qkv = d_qkv.data();
-  p.bias = b;
-  p.q_norm = with_norm ? d_qn.data() : nullptr;
-  p.k_norm = with_norm ? d_kn.data() : nullptr;
-  p.positions = d_pos.as<int32_t>();
-  p.inv_freq = d_freq.as<float>();
-  p.slot_mapping = d_slots.as<int64_t>();
+  QkvPostParams p = in.params(with_bias, with_norm, eps);
   auto fq16 = DevTensor::poisoned(dt(), q.n), fq8 = DevTensor::poisoned(dt(), q.n);
   auto fkc16 = DevTensor::poisoned(dt(), cache_elems);
   auto fvc16 = DevTensor::poisoned(dt(), cache_elems);
@@ -110,7 +64,7 @@ void QkvPostFp8Test::run_case(const QkvShape& s, bool with_bias, bool with_norm,
 
   // Against the codec of the 16-bit run's caches; rows of no slot keep the poison.
   std::vector<bool> written(num_slots, false);
-  for (int64_t sl : slots)
+  for (int64_t sl : in.slots)
     if (sl >= 0) written[sl] = true;
   const auto k16 = testing::download_bits(fkc16), v16 = testing::download_bits(fvc16);
   std::vector<uint8_t> want_k(cache_elems, 0xFF), want_v(cache_elems, 0xFF);

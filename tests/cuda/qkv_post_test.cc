@@ -3,11 +3,7 @@
 // included) and against the CPU reference of that chain (tolerance).
 #include "backend/cuda/qkv_post.h"
 
-#include "backend/cuda/kv_cache_ops.h"
-#include "backend/cuda/rms_norm.h"
-#include "backend/cuda/rope.h"
-#include "backend/cuda/split_qkv.h"
-#include "small_ops_test_util.h"
+#include "qkv_post_test_util.h"
 
 namespace folio::cuda {
 namespace {
@@ -43,65 +39,22 @@ std::string diff(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
 }
 
 void QkvPostTest::run_case(const QkvShape& s, bool with_bias, bool with_norm, int block_size) {
-  const int qs = s.nh * s.hd, kvs = s.nkv * s.hd, width = qs + 2 * kvs;
   const float eps = 1e-6f;
-  const std::string where = "T " + std::to_string(s.T) + " heads " + std::to_string(s.nh) + "/" +
-                            std::to_string(s.nkv) + " hd " + std::to_string(s.hd) + " bias " +
-                            std::to_string(with_bias) + " norm " + std::to_string(with_norm) +
-                            " block " + std::to_string(block_size);
-  SCOPED_TRACE(where);
-  auto qkv = rounded(dt(), testing::random_vec(static_cast<size_t>(s.T) * width, rng, -2, 2));
-  auto bias = rounded(dt(), testing::random_vec(width, rng, -0.5f, 0.5f));
-  auto qn = rounded(dt(), testing::random_vec(s.hd, rng, 0.5f, 1.5f));
-  auto kn = rounded(dt(), testing::random_vec(s.hd, rng, 0.5f, 1.5f));
-  auto pos = testing::make_positions(s.T, rng);
-  auto inv_freq = testing::make_inv_freq(s.hd);
-  int64_t num_slots = 0;
-  auto slots = testing::make_slots(s.T, block_size, rng, &num_slots);
-
-  auto d_qkv = DevTensor::upload(dt(), qkv), d_bias = DevTensor::upload(dt(), bias);
-  auto d_qn = DevTensor::upload(dt(), qn), d_kn = DevTensor::upload(dt(), kn);
-  auto d_pos = testing::upload_raw(pos);
-  auto d_freq = testing::upload_raw(inv_freq);
-  auto d_slots = testing::upload_raw(slots);
-  const size_t cache_elems = static_cast<size_t>(num_slots) * kvs;
-  const void* b = with_bias ? d_bias.data() : nullptr;
+  const testing::QkvPostInputs in(dt(), s, block_size, rng);
+  SCOPED_TRACE(in.where(with_bias, with_norm, block_size));
+  const size_t cache_elems = in.cache_elems;
+  const int kvs = in.kvs;
+  const int64_t num_slots = in.num_slots;
 
   // The chain, as the executor runs it.
-  auto q = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * qs);
-  auto k = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * kvs);
-  auto v = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * kvs);
+  auto q = DevTensor::poisoned(dt(), static_cast<size_t>(s.T) * in.qs);
   auto kc = DevTensor::poisoned(dt(), cache_elems), vc = DevTensor::poisoned(dt(), cache_elems);
-  FOLIO_ASSERT_OK(
-      split_qkv(dt(), d_qkv.data(), b, q.data(), k.data(), v.data(), s.T, qs, kvs, nullptr));
-  if (with_norm) {
-    FOLIO_ASSERT_OK(
-        rms_norm(dt(), q.data(), d_qn.data(), q.data(), s.T * s.nh, s.hd, eps, nullptr));
-    FOLIO_ASSERT_OK(
-        rms_norm(dt(), k.data(), d_kn.data(), k.data(), s.T * s.nkv, s.hd, eps, nullptr));
-  }
-  FOLIO_ASSERT_OK(rope(dt(), q.data(), k.data(), d_pos.as<int32_t>(), d_freq.as<float>(), s.T, s.nh,
-                       s.nkv, s.hd, nullptr));
-  FOLIO_ASSERT_OK(reshape_and_cache(dt(), k.data(), v.data(), d_slots.as<int64_t>(), s.T, kvs,
-                                    kc.data(), vc.data(), nullptr));
+  FOLIO_ASSERT_OK(in.run_chain(with_bias, with_norm, eps, q, kc.data(), vc.data()));
 
   // The fused op.
   auto fq = DevTensor::poisoned(dt(), q.n);
   auto fkc = DevTensor::poisoned(dt(), cache_elems), fvc = DevTensor::poisoned(dt(), cache_elems);
-  QkvPostParams p;
-  p.dtype = dt();
-  p.num_tokens = s.T;
-  p.num_heads = s.nh;
-  p.num_kv_heads = s.nkv;
-  p.head_dim = s.hd;
-  p.eps = eps;
-  p.qkv = d_qkv.data();
-  p.bias = b;
-  p.q_norm = with_norm ? d_qn.data() : nullptr;
-  p.k_norm = with_norm ? d_kn.data() : nullptr;
-  p.positions = d_pos.as<int32_t>();
-  p.inv_freq = d_freq.as<float>();
-  p.slot_mapping = d_slots.as<int64_t>();
+  QkvPostParams p = in.params(with_bias, with_norm, eps);
   p.q_out = fq.data();
   p.k_cache = fkc.data();
   p.v_cache = fvc.data();
@@ -118,12 +71,13 @@ void QkvPostTest::run_case(const QkvShape& s, bool with_bias, bool with_norm, in
   // Against the CPU reference: q whole; the caches at the written rows; the other rows must
   // still hold the poison (NaN).
   std::vector<float> rq, rkc(cache_elems, 0.f), rvc(cache_elems, 0.f);
-  testing::reference_qkv_post(dt(), s, qkv, with_bias ? bias.data() : nullptr,
-                              with_norm ? qn.data() : nullptr, with_norm ? kn.data() : nullptr, eps,
-                              pos, inv_freq, slots, &rq, &rkc, &rvc);
+  testing::reference_qkv_post(dt(), s, in.qkv, with_bias ? in.bias.data() : nullptr,
+                              with_norm ? in.qn.data() : nullptr,
+                              with_norm ? in.kn.data() : nullptr, eps, in.pos, in.inv_freq,
+                              in.slots, &rq, &rkc, &rvc);
   EXPECT_LT(rel_error(fq.download(), rq), tol(dt())) << "q vs reference";
   std::vector<bool> written(num_slots, false);
-  for (int64_t sl : slots)
+  for (int64_t sl : in.slots)
     if (sl >= 0) written[sl] = true;
   const auto gk = fkc.download(), gv = fvc.download();
   std::vector<float> wk, wv, rk, rv;

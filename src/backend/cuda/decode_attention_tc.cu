@@ -27,18 +27,7 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
     return unimplemented("decode_attention: kernel tc takes head_dim 128, not " +
                          std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
-    V2Args<T> a{};
-    a.set_pointers(p);
-    a.ws = ws;
-    a.num_heads = p.num_heads;
-    a.num_kv_heads = p.num_kv_heads;
-    a.head_dim = p.head_dim;
-    a.block_size = p.block_size;
-    const int group = p.num_heads / p.num_kv_heads;
-    a.num_chunks = (group + tc::kHeads - 1) / tc::kHeads;
-    a.partition_size = plan.partition_size;
-    a.max_partitions = plan.max_partitions;
-    a.scale_log2 = p.scale * kLog2e;
+    const V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
     if (p.kv_dtype == KvCacheDtype::kFp8E4m3) return launch_tc<T, uint8_t>(a, p.num_seqs, stream);
     return launch_tc<T, T>(a, p.num_seqs, stream);
   });

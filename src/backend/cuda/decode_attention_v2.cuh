@@ -70,6 +70,25 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   float scale_log2;  // scale * log2(e)
 };
 
+// The kernel arguments for `p` under `plan`, blocks of `head_chunk` q heads (of each GQA group).
+template <typename T>
+V2Args<T> make_v2_args(const PagedAttentionParams& p, const DecodePlan& plan,
+                       const DecodeWorkspace& ws, int head_chunk) {
+  V2Args<T> a{};
+  a.set_pointers(p);
+  a.ws = ws;
+  a.num_heads = p.num_heads;
+  a.num_kv_heads = p.num_kv_heads;
+  a.head_dim = p.head_dim;
+  a.block_size = p.block_size;
+  const int group = p.num_heads / p.num_kv_heads;
+  a.num_chunks = (group + head_chunk - 1) / head_chunk;
+  a.partition_size = plan.partition_size;
+  a.max_partitions = plan.max_partitions;
+  a.scale_log2 = p.scale * kLog2e;
+  return a;
+}
+
 // Shared memory: a ring of [kStages][K, V][kChunks][kThreads] CB-byte chunks (each thread reads
 // back only what it copied, so the ring needs no block barrier), reused after the loop for the
 // cross-warp reduction [kWarps][GC][D]; then per-warp max and sum [kWarps][GC] each, then the

@@ -66,19 +66,9 @@ Status launch_v2(const PagedAttentionParams& p, const DecodePlan& plan, const De
     return unimplemented("decode_attention: head_dim " + std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     using C = std::conditional_t<kFp8, uint8_t, T>;
-    V2Args<T> a{};
-    a.set_pointers(p);
-    a.ws = ws;
-    a.num_heads = p.num_heads;
-    a.num_kv_heads = p.num_kv_heads;
-    a.head_dim = p.head_dim;
-    a.block_size = p.block_size;
     const int group = p.num_heads / p.num_kv_heads;
     const int gc = plan.head_chunk > 0 ? plan.head_chunk : decode_head_chunk(group);
-    a.num_chunks = (group + gc - 1) / gc;
-    a.partition_size = plan.partition_size;
-    a.max_partitions = plan.max_partitions;
-    a.scale_log2 = p.scale * kLog2e;
+    const V2Args<T> a = make_v2_args<T>(p, plan, ws, gc);
     const int vecs = p.head_dim / 8;            // 8-element vectors per row
     if (v2_wide_lanes(plan, p.head_dim, gc)) {  // lane group: next power of two of vecs / 2
       if (vecs <= 16) return launch_tg_wide<T, C, 8>(a, p.num_seqs, gc, stream);
