@@ -13,6 +13,8 @@
 #   KBENCH_ENV   space-separated VAR=value settings, one kernel-bench run each ("-" = none)
 #   B3_VARIANTS  space-separated VAR=value settings ("-" = none), one B3 latency run each
 #                (batch 1, 128 in / 256 out, as in bench/results)
+#   ROUNDS       passes over B3_VARIANTS, alternated (default 1): variants compared within one
+#                machine and its clocks, each round printing one TPOT line per variant
 #   LAT_ARGS     extra `folio bench latency` arguments for every B3 run (e.g. --batch-size 32)
 #   THROUGHPUT   extra arguments for one `folio bench throughput` per B3 variant (e.g.
 #                "--workload bench/workloads/sharegpt_like_1000.jsonl --max-num-seqs 1024
@@ -46,15 +48,21 @@ fi
 
 m=(--device cuda --load-format dummy --model-config configs/llama-3-8b.json)
 i=0
-for setting in ${B3_VARIANTS:-}; do
-  i=$((i + 1))
-  echo "== B3 latency ($setting) ${LAT_ARGS:-}"
-  env $([[ $setting == - ]] || echo "$setting") timeout 150 "$CARRY/folio" bench latency "${m[@]}" \
-    --batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 1 --num-iters 3 \
-    ${LAT_ARGS:-} --output-json "$out/latency_$i.json" 2>&1 | grep -vE '^\[' | tail -n 5
-  if [[ -n ${THROUGHPUT:-} ]]; then
-    echo "== throughput ($setting) $THROUGHPUT"
-    env $([[ $setting == - ]] || echo "$setting") timeout 240 "$CARRY/folio" bench throughput \
-      "${m[@]}" $THROUGHPUT --output-json "$out/throughput_$i.json" 2>&1 | grep -vE '^\[' | tail -n 6
-  fi
+for round in $(seq "${ROUNDS:-1}"); do
+  for setting in ${B3_VARIANTS:-}; do
+    i=$((i + 1))
+    echo "== B3 latency ($setting) ${LAT_ARGS:-}, round $round"
+    env $([[ $setting == - ]] || echo "$setting") timeout 150 "$CARRY/folio" bench latency \
+      "${m[@]}" --batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 1 \
+      --num-iters 3 ${LAT_ARGS:-} --output-json "$out/latency_$i.json" 2>&1 | grep -vE '^\[' |
+      tail -n 5
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('round', sys.argv[2], sys.argv[3], 'median TPOT ms', round(d['median_tpot_ms'], 3))" \
+      "$out/latency_$i.json" "$round" "$setting" 2>/dev/null || echo "round $round $setting: no result"
+    if [[ -n ${THROUGHPUT:-} ]]; then
+      echo "== throughput ($setting) $THROUGHPUT"
+      env $([[ $setting == - ]] || echo "$setting") timeout 240 "$CARRY/folio" bench throughput \
+        "${m[@]}" $THROUGHPUT --output-json "$out/throughput_$i.json" 2>&1 | grep -vE '^\[' |
+        tail -n 6
+    fi
+  done
 done
