@@ -190,6 +190,10 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
       Batch b = make_batch(c.batch, c.ctx, 1, bs, rng);
       auto p = params(b, bs, q->data(), kc->data(), vc->data(), out->data());
       const double bytes = 2.0 * c.batch * c.ctx * slot_bytes;
+      PagedAttentionParams p8 = p;  // the same batch over the fp8 cache
+      p8.kv_dtype = KvCacheDtype::kFp8E4m3;
+      p8.k_cache = kc8->data();
+      p8.v_cache = vc8->data();
       auto time_plan = [&](const DecodePlan& plan) {
         auto ws = DeviceBuffer::allocate(plan.workspace_bytes);
         EXPECT_TRUE(ws.ok());
@@ -247,10 +251,6 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
                     sweep.c_str());
       }
       {  // v2 over the fp8 cache, the planner's split (the same as bf16's: it depends on lengths)
-        PagedAttentionParams p8 = p;
-        p8.kv_dtype = KvCacheDtype::kFp8E4m3;
-        p8.k_cache = kc8->data();
-        p8.v_cache = vc8->data();
         const double bytes8 = bytes / 2;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kV2);
@@ -271,12 +271,7 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
             plan->max_partitions);
       }
       for (bool fp8 : {false, true}) {  // the tensor-core kernel, the planner's split and 2x / 0.5x
-        PagedAttentionParams pt = p;
-        if (fp8) {
-          pt.kv_dtype = KvCacheDtype::kFp8E4m3;
-          pt.k_cache = kc8->data();
-          pt.v_cache = vc8->data();
-        }
+        const PagedAttentionParams& pt = fp8 ? p8 : p;
         const double tb = fp8 ? bytes / 2 : bytes;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kTc);
@@ -304,10 +299,6 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
         }
       }
       for (int lanes : {2}) {  // 16 elements per lane (two 8-byte chunks): fewer shuffles/token
-        PagedAttentionParams p8 = p;
-        p8.kv_dtype = KvCacheDtype::kFp8E4m3;
-        p8.k_cache = kc8->data();
-        p8.v_cache = vc8->data();
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kV2);
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();

@@ -139,19 +139,11 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* wm = red + kWarps * kHeads * kD;
   float* wl = wm + kWarps * kHeads;
 
-  const int kvh = blockIdx.x / a.num_chunks, chunk = blockIdx.x % a.num_chunks;
-  const int s = blockIdx.y, part = blockIdx.z;
-  const int P = a.partition_size;
-  const int ctx = a.context_lens[s];  // device memory: CUDA-graph plans run past short contexts
-  const int nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
-  if (part >= nparts) return;
-  const int start = part * P;
-  const int n = max(0, min(ctx - start, P));
-  const int G = a.num_heads / a.num_kv_heads;
-  const int gcount = min(kHeads, G - chunk * kHeads);
-  const int h0 = kvh * G + chunk * kHeads;
-  const int row = a.query_start[s];
-  const int32_t* table = a.block_table + a.block_table_start[s];
+  DecodeBlockSpan sp;
+  if (!decode_block_span(a, kHeads, sp)) return;
+  const int kvh = sp.kvh, s = sp.s, part = sp.part, nparts = sp.nparts, start = sp.start, n = sp.n;
+  const int gcount = sp.gcount, h0 = sp.h0, row = sp.row;
+  const int32_t* table = sp.table;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
   // Q's A fragments (rows g + 8 are zero: a[1] = a[3] = 0), the summed dims permuted as K's.

@@ -107,6 +107,35 @@ __host__ __device__ inline int smem_bytes(int gc, int d) {
   return main_bytes<CB>(gc, d) + 2 * kWarps * gc * 4 + 2 * kTile * 4;
 }
 
+// One block's share of the grid (num_kv_heads * num_chunks, num_seqs, max_partitions) with
+// `gc` q heads per head chunk: its KV head, sequence, partition (tokens [start, start + n) of
+// the context) and q heads h0 .. h0 + gcount - 1. False when the partition lies past the
+// sequence's context, which comes from device memory (CUDA-graph plans run past short ones).
+struct DecodeBlockSpan {
+  int kvh, s, part, nparts, start, n, gcount, h0, row;
+  const int32_t* table;  // the sequence's block table
+};
+template <typename T>
+__device__ __forceinline__ bool decode_block_span(const V2Args<T>& a, int gc,
+                                                  DecodeBlockSpan& b) {
+  const int chunk = blockIdx.x % a.num_chunks;
+  b.kvh = blockIdx.x / a.num_chunks;
+  b.s = blockIdx.y;
+  b.part = blockIdx.z;
+  const int P = a.partition_size;
+  const int ctx = a.context_lens[b.s];
+  b.nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
+  if (b.part >= b.nparts) return false;
+  b.start = b.part * P;
+  b.n = max(0, min(ctx - b.start, P));
+  const int G = a.num_heads / a.num_kv_heads;
+  b.gcount = min(gc, G - chunk * gc);
+  b.h0 = b.kvh * G + chunk * gc;
+  b.row = a.query_start[b.s];
+  b.table = a.block_table + a.block_table_start[b.s];
+  return true;
+}
+
 // A block's result from its kWarps warps' partials: per q head g < gcount (head h0 + g), the
 // warps' running max wm[w * GC + g] and sum wl[w * GC + g] (log2 units) and unnormalised output
 // red[(w * GC + g) * D + d] merge into the output row (one partition) or the partition's slot
@@ -171,20 +200,11 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
   float* wl = wm + kWarps * GC;
   int32_t* slots = reinterpret_cast<int32_t*>(wl + kWarps * GC);
 
-  const int kvh = blockIdx.x / a.num_chunks, chunk = blockIdx.x % a.num_chunks;
-  const int s = blockIdx.y, part = blockIdx.z;
-  const int P = a.partition_size;
-  // The context length comes from device memory (CUDA-graph plans: blocks past it return).
-  const int ctx = a.context_lens[s];
-  const int nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
-  if (part >= nparts) return;
-  const int start = part * P;
-  const int n = max(0, min(ctx - start, P));
-  const int G = a.num_heads / a.num_kv_heads;
-  const int gcount = min(GC, G - chunk * GC);
-  const int h0 = kvh * G + chunk * GC;
-  const int row = a.query_start[s];
-  const int32_t* table = a.block_table + a.block_table_start[s];
+  DecodeBlockSpan sp;
+  if (!decode_block_span(a, GC, sp)) return;
+  const int kvh = sp.kvh, s = sp.s, part = sp.part, nparts = sp.nparts, start = sp.start, n = sp.n;
+  const int gcount = sp.gcount, h0 = sp.h0, row = sp.row;
+  const int32_t* table = sp.table;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int lig = lane % TG, tiw = lane / TG;
   bool on[VPL];  // which of this lane's vectors lie inside the row
