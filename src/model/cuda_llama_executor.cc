@@ -93,11 +93,28 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   const int hd = config.head_dim, nh = config.num_heads, nkv = config.num_kv_heads;
   const int qs = config.q_size(), kvs = config.kv_size();
   const float eps = static_cast<float>(config.rms_norm_eps);
-  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, stream));
-  mark("rms_norm");
-  FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qs + 2 * kvs, H,
-                                        false, stream));
-  mark("qkv_gemm");
+  // At m where a GEMM runs on the skinny kernel (batch 1), the norm before it is computed inside
+  // it (skinny_gemm.h: bit-identical; FOLIO_FUSED_NORM=0: a launch of its own).
+  auto norm_fused = [&](bool on, const void* norm_w, int n, const void* wt, const void* y) {
+    return on && cuda::rms_norm_is_block_pack8(H) &&
+           cuda::skinny_norm_supported(dt, T, H, norm_w) &&
+           gemm->routes_to_skinny(T, n, H, x.data(), wt, y);
+  };
+  const int qkv_n = qs + 2 * kvs;
+  if (norm_fused(fused_norm_qkv, w.input_norm, qkv_n, w.qkv, qkv.data())) {
+    cuda::SkinnyProblem pr{x.data(), w.qkv, qkv.data(), T, qkv_n, H};
+    pr.norm_weight = w.input_norm;
+    pr.norm_eps = eps;
+    FOLIO_RETURN_IF_ERROR(cuda::skinny_gemm(dt, pr, stream));
+    mark("norm_qkv_gemm");
+  } else {
+    FOLIO_RETURN_IF_ERROR(
+        cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, stream));
+    mark("rms_norm");
+    FOLIO_RETURN_IF_ERROR(
+        gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qkv_n, H, false, stream));
+    mark("qkv_gemm");
+  }
   if (fused_qkv_post && hd % 2 == 0 && hd <= 256) {
     // split + bias + Qwen3 q/k norm + rope + K/V into the cache, one launch (qkv_post.h:
     // bit-identical to the chain below).
@@ -167,14 +184,26 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   mark("o_gemm");
   FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
   mark("all_reduce");
-  FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
-  mark("rms_norm");
-  if (fused_gate_up_silu && gemm->routes_to_skinny(T, 2 * I, H, normed.data(), w.gate_up,
-                                                    act.data())) {
-    // Decode at batch 1: gate_up and silu_and_mul in one skinny launch (bit-identical).
+  // Decode at batch 1: gate_up and silu_and_mul in one skinny launch (bit-identical), the norm
+  // too where it fits.
+  const bool mlp_skinny = fused_gate_up_silu && gemm->routes_to_skinny(T, 2 * I, H, normed.data(),
+                                                                       w.gate_up, act.data());
+  const bool mlp_norm_fused =
+      mlp_skinny && norm_fused(fused_norm_mlp, w.post_norm, 2 * I, w.gate_up, act.data());
+  if (!mlp_norm_fused) {
     FOLIO_RETURN_IF_ERROR(
-        cuda::skinny_gemm_silu(dt, normed.data(), w.gate_up, act.data(), T, I, H, stream));
-    mark("gate_up_silu");
+        cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
+    mark("rms_norm");
+  }
+  if (mlp_skinny) {
+    cuda::SkinnyProblem pr{mlp_norm_fused ? x.data() : normed.data(), w.gate_up, act.data(), T,
+                           I, H};
+    if (mlp_norm_fused) {
+      pr.norm_weight = w.post_norm;
+      pr.norm_eps = eps;
+    }
+    FOLIO_RETURN_IF_ERROR(cuda::skinny_gemm_silu(dt, pr, stream));
+    mark(mlp_norm_fused ? "norm_gate_up_silu" : "gate_up_silu");
   } else {
     FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I,
                                           H, false, stream));

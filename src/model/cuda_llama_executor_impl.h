@@ -108,6 +108,10 @@ struct CudaLlamaExecutor::Impl {
   // At m where gate_up runs on the skinny kernel: silu_and_mul folded into it
   // (skinny_gemm_silu; FOLIO_FUSED_SILU=0: the two launches).
   bool fused_gate_up_silu = true;
+  // At m where qkv (gate_up) runs on the skinny kernel: the RMSNorm before it computed inside it
+  // (skinny_gemm.h's fused norm, bit-identical). FOLIO_FUSED_NORM=0 | qkv | all.
+  bool fused_norm_qkv = true;
+  bool fused_norm_mlp = false;
 
   // CUDA graphs of decode steps (cuda_llama_graphs.cc), one per batch-size bucket: captured on
   // the second step of a bucket (the first, eager, creates the GEMM plans), replayed after.

@@ -241,6 +241,13 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   if (const char* e = std::getenv("FOLIO_QKV_POST")) m->fused_qkv_post = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_SILU"))
     m->fused_gate_up_silu = std::string(e) != "0";
+  if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {
+    const std::string v = e;
+    if (v != "0" && v != "qkv" && v != "all")
+      return invalid_argument("FOLIO_FUSED_NORM=" + v + " (expected 0, qkv or all)");
+    m->fused_norm_qkv = v != "0";
+    m->fused_norm_mlp = v == "all";
+  }
   m->full_config = m->config = config;
   m->options = options;
   m->tp = options.tp;

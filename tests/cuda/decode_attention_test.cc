@@ -309,6 +309,39 @@ TEST(DecodeAttentionPlanTest, BoundedPlanIgnoresLengths) {
   ASSERT_TRUE(b128.ok());
   EXPECT_EQ(b128->max_partitions, 1);
   EXPECT_EQ(b128->workspace_bytes, 0u);
+  EXPECT_FALSE(b128->refine_partitions);  // nothing to refine without a split
+}
+
+// Refined partitions (DecodePlan::refine_partitions): only where every sequence may use all
+// max_partitions blocks within one resident wave, and only for an automatic partition size.
+TEST(DecodeAttentionPlanTest, RefinesPartitionsWhereTheGridFitsAWave) {
+  if (const char* e = std::getenv("FOLIO_DECODE_REFINE"); e && std::string(e) == "0")
+    GTEST_SKIP() << "FOLIO_DECODE_REFINE=0";
+  for (DecodeKernel k : {DecodeKernel::kTc, DecodeKernel::kV2}) {
+    SCOPED_TRACE(kernel_name(k));
+    const int per_sm = k == DecodeKernel::kTc ? 2 : 3;
+    for (int seqs : {1, 2, 4, 8, 16}) {  // CUDA-graph buckets of B3-like batches
+      auto b = plan_decode_attention_bounded(seqs, 8192, 32, 8, 128, 132, 0, k);
+      ASSERT_TRUE(b.ok());
+      EXPECT_GT(b->max_partitions, 1) << seqs;
+      EXPECT_TRUE(b->refine_partitions) << seqs;
+      EXPECT_LE(int64_t{seqs} * 8 * b->max_partitions, per_sm * 132) << seqs;
+    }
+    auto forced = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132, 256, k);
+    ASSERT_TRUE(forced.ok());
+    EXPECT_FALSE(forced->refine_partitions);
+    // Mixed lengths whose every-sequence-at-max grid would overflow the wave: not refined.
+    std::vector<int32_t> lens(12, 100);
+    lens[0] = 8192;
+    auto mixed = plan_decode_attention(lens, 32, 8, 128, 132, 0, k);
+    ASSERT_TRUE(mixed.ok());
+    ASSERT_GT(mixed->max_partitions, 1);
+    EXPECT_GT(int64_t{12} * 8 * mixed->max_partitions, per_sm * 132);
+    EXPECT_FALSE(mixed->refine_partitions);
+  }
+  auto v1 = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132, 0, DecodeKernel::kV1);
+  ASSERT_TRUE(v1.ok());
+  EXPECT_FALSE(v1->refine_partitions);  // v1 keeps its own split
 }
 
 // CUDA-graph use: a graph captured once around decode_attention with a bounded plan, replayed
@@ -337,6 +370,8 @@ TEST(DecodeAttentionGraphTest, BoundedPlanReplaysWithNewLengths) {
     auto plan = plan_decode_attention_bounded(kSeqs, kBound, kHeads, kKv, kDim, 132,
                                               g.partition_size, g.kernel);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    // The auto split of 5 x 2 heads x 24 partitions fits a wave: short sequences split finer.
+    EXPECT_EQ(plan->refine_partitions, g.partition_size == 0 && g.kernel != DecodeKernel::kV1);
     auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
     ASSERT_TRUE(ws.ok());
     cudaStream_t stream;

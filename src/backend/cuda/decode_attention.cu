@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backend/cuda/decode_attention.h"
@@ -46,6 +47,14 @@ Result<DecodeKernel> resolve_kernel(DecodeKernel kernel, int head_dim) {
   return invalid_argument("FOLIO_DECODE_KERNEL=" + v + " (expected v1, v2 or tc)");
 }
 
+bool refine_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("FOLIO_DECODE_REFINE");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+
 // Plans for `num_seqs` sequences whose lengths `len(i)` are known (or bounded) on the host.
 template <typename LenFn>
 Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads, int head_dim,
@@ -71,6 +80,9 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
     for (int s = 0; s < num_seqs; ++s) b += std::max(1, (len(s) + p - 1) / p);
     return b * num_kv_heads * chunks;
   };
+  // v2 and tc: one resident wave of blocks.
+  const int64_t wave =
+      int64_t{k == DecodeKernel::kTc ? kTcBlocksPerSm : kV2BlocksPerSm} * num_sms;
   int p = partition_size;
   if (p == 0) {
     // Split finer (flash-decoding) until the grid has about a resident wave of blocks.
@@ -83,8 +95,6 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
       // The finest split whose grid still fits one resident wave: a second, partial wave of
       // short blocks costs more than longer blocks (each keeps 3 iterations of loads in flight).
       // Large batches fill the GPU unsplit and skip the merge.
-      const int64_t wave =
-          int64_t{k == DecodeKernel::kTc ? kTcBlocksPerSm : kV2BlocksPerSm} * num_sms;
       while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p / 2) <= wave)) p /= 2;
     }
   }
@@ -99,6 +109,9 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
   out.partition_size = p;
   out.max_partitions = static_cast<int>(max_parts);
   out.max_context_len = max_len;
+  out.refine_partitions = partition_size == 0 && k != DecodeKernel::kV1 && max_parts > 1 &&
+                          refine_enabled() &&
+                          int64_t{num_seqs} * num_kv_heads * chunks * max_parts <= wave;
   out.workspace_bytes = max_parts > 1 ? sizeof(float) * static_cast<size_t>(num_seqs) * num_heads *
                                             max_parts * (head_dim + 2)
                                       : 0;

@@ -65,7 +65,18 @@ struct DecodePlan {
   // wave. Measured on the H100 (2026-11-22, K1 b32 x 2048, group 4): 2 heads per block 105.2 us
   // and 1 head 146.5 us against 101.8 us for the whole group, so the planner keeps 0.
   int head_chunk = 0;
+  // v2 and tc: each sequence splits its own context as finely as the grid allows (partitions of
+  // the plan's size halved down to kMinRefinedPartition tokens while they still number at most
+  // max_partitions), instead of every sequence using partition_size. Set by the planner (auto
+  // partition size only) where even every sequence's max_partitions blocks fit one resident
+  // wave, so the finer split only fills blocks that were launched idle: a CUDA-graph plan of a
+  // few sequences is bounded by max_model_len, and a short context used 1 or 2 of its blocks.
+  // FOLIO_DECODE_REFINE=0 turns it off.
+  bool refine_partitions = false;
 };
+
+// The smallest partition a refined plan gives a sequence: one 16-token step per warp of tc.
+inline constexpr int kMinRefinedPartition = 64;
 
 // context_lens: the step's host copy (ForwardBatch::context_lens). num_sms sizes the split so the
 // grid fills the GPU. partition_size 0 picks it; a given one must be a power of two, at least 32

@@ -67,8 +67,24 @@ template <typename T>
 struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   DecodeWorkspace ws;               // scores and maxima in log2 units
   int num_heads, num_kv_heads, head_dim, block_size, num_chunks, partition_size, max_partitions;
-  float scale_log2;  // scale * log2(e)
+  int refine_partitions;  // DecodePlan::refine_partitions
+  float scale_log2;       // scale * log2(e)
 };
+
+// A sequence's partition size and count, from its device-side context length: the plan's size,
+// or under refine_partitions the finest halving of it (down to kMinRefinedPartition) whose
+// partitions still number at most max_partitions. The main kernels and the merge agree on it.
+template <typename T>
+__device__ __forceinline__ int sequence_partition_size(const V2Args<T>& a, int ctx) {
+  int P = a.partition_size;
+  if (a.refine_partitions)
+    while (P > kMinRefinedPartition && (ctx + P / 2 - 1) / (P / 2) <= a.max_partitions) P /= 2;
+  return P;
+}
+template <typename T>
+__device__ __forceinline__ int sequence_partitions(const V2Args<T>& a, int ctx, int P) {
+  return min(max(1, (ctx + P - 1) / P), a.max_partitions);
+}
 
 // The kernel arguments for `p` under `plan`, blocks of `head_chunk` q heads (of each GQA group).
 template <typename T>
@@ -85,6 +101,7 @@ V2Args<T> make_v2_args(const PagedAttentionParams& p, const DecodePlan& plan,
   a.num_chunks = (group + head_chunk - 1) / head_chunk;
   a.partition_size = plan.partition_size;
   a.max_partitions = plan.max_partitions;
+  a.refine_partitions = plan.refine_partitions ? 1 : 0;
   a.scale_log2 = p.scale * kLog2e;
   return a;
 }
@@ -122,9 +139,9 @@ __device__ __forceinline__ bool decode_block_span(const V2Args<T>& a, int gc,
   b.kvh = blockIdx.x / a.num_chunks;
   b.s = blockIdx.y;
   b.part = blockIdx.z;
-  const int P = a.partition_size;
   const int ctx = a.context_lens[b.s];
-  b.nparts = min(max(1, (ctx + P - 1) / P), a.max_partitions);
+  const int P = sequence_partition_size(a, ctx);
+  b.nparts = sequence_partitions(a, ctx, P);
   if (b.part >= b.nparts) return false;
   b.start = b.part * P;
   b.n = max(0, min(ctx - b.start, P));
@@ -397,8 +414,8 @@ __global__ void decode_v2_merge_kernel(V2Args<T> a) {
   pdl_wait();  // pdl.cuh: inputs come from the previous kernel
   pdl_launch_dependents();
   const int h = blockIdx.x, s = blockIdx.y;
-  const int P = a.partition_size, D = a.head_dim;
-  const int nparts = min(max(1, (a.context_lens[s] + P - 1) / P), a.max_partitions);
+  const int D = a.head_dim, ctx = a.context_lens[s];
+  const int nparts = sequence_partitions(a, ctx, sequence_partition_size(a, ctx));
   if (nparts <= 1) return;  // the main kernel wrote the output
   const int64_t base = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions;
   const float* m = a.ws.m + base;

@@ -62,7 +62,8 @@ __device__ __forceinline__ float block_sum(float v) {
 
 // One block per row. Thread i owns packs i, i + blockDim, ... (K at most, kept in registers
 // between the sum and the scale); K == 0: rows longer than that, reread in the second pass
-// (each thread its own elements, so in place stays safe).
+// (each thread its own elements, so in place stays safe). rms_norm_smem.cuh reproduces the
+// N = 8, K = 1 order (the skinny GEMV's fused norm): change both together.
 template <typename T, int N, int K, bool kAdd>
 __global__ void __launch_bounds__(1024)
     rms_norm_block_kernel(const T* x, T* residual, const T* weight, T* y, int dim, float eps) {
@@ -193,6 +194,11 @@ RmsNormKernel resolve(RmsNormKernel k, int dim) {
 }
 
 }  // namespace
+
+bool rms_norm_is_block_pack8(int dim) {
+  return resolve(RmsNormKernel::kAuto, dim) == RmsNormKernel::kBlockPerRow && dim % 8 == 0 &&
+         dim / 8 <= 1024;
+}
 
 Status rms_norm_with(RmsNormKernel kernel, DType dtype, void* residual, const void* x,
                      const void* weight, void* y, int rows, int dim, float eps, void* stream) {

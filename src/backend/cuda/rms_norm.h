@@ -33,4 +33,10 @@ Status add_rms_norm(DType dtype, void* residual, const void* x, const void* weig
 Status rms_norm_with(RmsNormKernel kernel, DType dtype, void* residual, const void* x,
                      const void* weight, void* y, int rows, int dim, float eps, void* stream);
 
+// True when rms_norm (kAuto) of 16-byte aligned rows of `dim` elements runs the block kernel with
+// one 8-element pack per thread (512 < dim <= 8192, dim % 8 == 0, no FOLIO_RMS_NORM=warp): the
+// summation order that rms_norm_smem.cuh reproduces inside other kernels (skinny_gemm.h's fused
+// norm), so a caller may swap one for the other bit for bit.
+bool rms_norm_is_block_pack8(int dim);
+
 }  // namespace folio::cuda

@@ -5,6 +5,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/pdl.cuh"
+#include "backend/cuda/rms_norm_smem.cuh"
 
 namespace folio::cuda {
 namespace {
@@ -40,16 +41,21 @@ __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
 // with g and u rounded to T first: bit for bit what gate_up then silu_and_mul.cu computes (the
 // same per-row summation order and rounding points), without the [m, 2n] intermediate and the
 // activation launch.
-template <typename T, typename OutT, int M, int R, int U, bool kGated = false>
+// kNorm: x is the un-normalised input and every block first writes rms_norm(x, norm_w, eps) for
+// its M rows into shared memory (rms_norm_smem.cuh: bit-identical to rms_norm), which the
+// product then reads instead of x: the norm's launch and round trip leave the decode step.
+template <typename T, typename OutT, int M, int R, int U, bool kGated = false, bool kNorm = false>
 __global__ void __launch_bounds__(32 * kWarps)
     skinny_kernel(const T* __restrict__ x, const T* __restrict__ w, OutT* __restrict__ y, int n,
-                  int k, bool accumulate) {
+                  int k, bool accumulate, const T* __restrict__ norm_w, float eps) {
   static_assert(!kGated || (R % 2 == 0 && sizeof(OutT) == sizeof(T)), "gated: R even, dtype out");
   constexpr int kOutRows = kGated ? R / 2 : R;  // outputs per warp
+  extern __shared__ uint4 xs_smem[];  // kNorm: the normalised x [M, k]
   const int lane = threadIdx.x % 32;
   const int row0 = (blockIdx.x * kWarps + threadIdx.x / 32) * kOutRows;
   const int packs = k / 8;
-  if (row0 >= n) {  // warp-uniform
+  const bool live = row0 < n;  // warp-uniform
+  if (!kNorm && !live) {  // a kNorm block's warps all join its norm's barriers first
     pdl_wait();
     pdl_launch_dependents();
     return;
@@ -69,13 +75,19 @@ __global__ void __launch_bounds__(32 * kWarps)
         v[u][r] = p + 32 * u < packs ? load_weights(wr[r] + p + 32 * u) : make_uint4(0, 0, 0, 0);
   };
   uint4 cur[U][R];
-  load(cur, lane);
+  if (live) load(cur, lane);
   pdl_wait();                // x (and y, when accumulating) come from earlier kernels
   pdl_launch_dependents();  // the next kernel may be scheduled as our blocks retire
+  if constexpr (kNorm) {
+    rms_norm_rows_to_smem<T, M>(x, norm_w, reinterpret_cast<T*>(xs_smem), k, eps);
+    if (!live) return;
+  }
 
   const uint4* xp[M];
 #pragma unroll
-  for (int m = 0; m < M; ++m) xp[m] = reinterpret_cast<const uint4*>(x + static_cast<int64_t>(m) * k);
+  for (int m = 0; m < M; ++m)
+    xp[m] = kNorm ? xs_smem + m * packs
+                  : reinterpret_cast<const uint4*>(x + static_cast<int64_t>(m) * k);
   float acc[R][M] = {};
   for (int p = lane; p < packs; p += 32 * U) {
     uint4 nxt[U][R];
@@ -86,7 +98,7 @@ __global__ void __launch_bounds__(32 * kWarps)
       if (q >= packs) break;
       float xf[M][8];
 #pragma unroll
-      for (int m = 0; m < M; ++m) unpack8<T>(__ldg(xp[m] + q), xf[m]);
+      for (int m = 0; m < M; ++m) unpack8<T>(kNorm ? xp[m][q] : __ldg(xp[m] + q), xf[m]);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float wf[8];
@@ -149,26 +161,38 @@ SkinnyVariant variant_from_env() {
   return v;
 }
 
-template <typename T, typename OutT, int M, int R, int U>
+// Shared memory of a launch: the normalised x of kNorm kernels.
+template <typename T, int M, bool kNorm>
+size_t norm_smem_bytes(int k) {
+  return kNorm ? sizeof(T) * M * static_cast<size_t>(k) : 0;
+}
+
+template <typename T, typename OutT, int M, int R, int U, bool kNorm>
 Status launch(const SkinnyProblem& pr, void* stream) {
   const int blocks = (pr.n + kWarps * R - 1) / (kWarps * R);
-  return launch_pdl(skinny_kernel<T, OutT, M, R, U>, dim3(blocks), dim3(32 * kWarps), 0, stream,
+  return launch_pdl(skinny_kernel<T, OutT, M, R, U, false, kNorm>, dim3(blocks),
+                    dim3(32 * kWarps), norm_smem_bytes<T, M, kNorm>(pr.k), stream,
                     "skinny_kernel", static_cast<const T*>(pr.x), static_cast<const T*>(pr.w),
-                    static_cast<OutT*>(pr.y), pr.n, pr.k, pr.accumulate);
+                    static_cast<OutT*>(pr.y), pr.n, pr.k, pr.accumulate,
+                    static_cast<const T*>(pr.norm_weight), pr.norm_eps);
 }
 
 // kDefault: 4 rows per warp for dtype outputs, 2 for fp32 (the lm_head): the fastest on the H100
-// for the Llama-3-8B shapes (NOTES.md).
+// for the Llama-3-8B shapes (NOTES.md). A fused norm always takes the default.
 template <typename T, typename OutT, int M>
 Status dispatch_variant(const SkinnyProblem& pr, SkinnyVariant v, void* stream) {
+  constexpr bool kF32 = sizeof(OutT) == sizeof(float);
+  if (pr.norm_weight)
+    return kF32 ? launch<T, OutT, M, 2, 4, true>(pr, stream)
+                : launch<T, OutT, M, 4, 2, true>(pr, stream);
   if (v == SkinnyVariant::kDefault) v = variant_from_env();
   if (v == SkinnyVariant::kDefault)
-    v = sizeof(OutT) == sizeof(float) ? SkinnyVariant::kRows2Unroll4 : SkinnyVariant::kRows4Unroll2;
+    v = kF32 ? SkinnyVariant::kRows2Unroll4 : SkinnyVariant::kRows4Unroll2;
   switch (v) {
-    case SkinnyVariant::kRows1Unroll4: return launch<T, OutT, M, 1, 4>(pr, stream);
-    case SkinnyVariant::kRows1Unroll8: return launch<T, OutT, M, 1, 8>(pr, stream);
-    case SkinnyVariant::kRows4Unroll2: return launch<T, OutT, M, 4, 2>(pr, stream);
-    default: return launch<T, OutT, M, 2, 4>(pr, stream);
+    case SkinnyVariant::kRows1Unroll4: return launch<T, OutT, M, 1, 4, false>(pr, stream);
+    case SkinnyVariant::kRows1Unroll8: return launch<T, OutT, M, 1, 8, false>(pr, stream);
+    case SkinnyVariant::kRows4Unroll2: return launch<T, OutT, M, 4, 2, false>(pr, stream);
+    default: return launch<T, OutT, M, 2, 4, false>(pr, stream);
   }
 }
 
@@ -182,13 +206,31 @@ Status dispatch_m(const SkinnyProblem& pr, SkinnyVariant v, void* stream) {
   }
 }
 
-template <typename T, int M>
-Status launch_gated(const void* x, const void* w, void* y, int n, int k, void* stream) {
+template <typename T, int M, bool kNorm>
+Status launch_gated(const SkinnyProblem& pr, void* stream) {
   constexpr int kR = 4, kOutRows = kR / 2;  // r4u2's loads: 2 gate + 2 up rows per warp
-  const int blocks = (n + kWarps * kOutRows - 1) / (kWarps * kOutRows);
-  return launch_pdl(skinny_kernel<T, T, M, kR, 2, true>, dim3(blocks), dim3(32 * kWarps), 0,
-                    stream, "skinny_gated_kernel", static_cast<const T*>(x),
-                    static_cast<const T*>(w), static_cast<T*>(y), n, k, false);
+  const int blocks = (pr.n + kWarps * kOutRows - 1) / (kWarps * kOutRows);
+  return launch_pdl(skinny_kernel<T, T, M, kR, 2, true, kNorm>, dim3(blocks), dim3(32 * kWarps),
+                    norm_smem_bytes<T, M, kNorm>(pr.k), stream, "skinny_gated_kernel",
+                    static_cast<const T*>(pr.x), static_cast<const T*>(pr.w),
+                    static_cast<T*>(pr.y), pr.n, pr.k, false,
+                    static_cast<const T*>(pr.norm_weight), pr.norm_eps);
+}
+
+template <typename T, int M>
+Status dispatch_gated(const SkinnyProblem& pr, void* stream) {
+  return pr.norm_weight ? launch_gated<T, M, true>(pr, stream)
+                        : launch_gated<T, M, false>(pr, stream);
+}
+
+// The fused norm's limits (rms_norm_smem.cuh), checked before any launch.
+Status check_norm(const SkinnyProblem& pr, DType dtype, const char* what) {
+  if (!pr.norm_weight) return Status();
+  if (!skinny_norm_supported(dtype, pr.m, pr.k, pr.norm_weight))
+    return invalid_argument(std::string(what) +
+                            ": a fused norm needs k % 8 == 0, k <= 8192, m * k * element "
+                            "size <= 47 KiB and a 16-byte aligned norm weight");
+  return Status();
 }
 
 }  // namespace
@@ -204,6 +246,12 @@ Result<int> skinny_max_m_from_env() {
   return static_cast<int>(v);
 }
 
+bool skinny_norm_supported(DType dtype, int m, int k, const void* norm_weight) {
+  return m >= 1 && m <= kSmemNormMaxRows && k % 8 == 0 &&
+         k <= kSmemNormMaxDim && dtype_size(dtype) * m * k <= kSkinnyNormMaxSmem &&
+         reinterpret_cast<uintptr_t>(norm_weight) % 16 == 0;
+}
+
 bool skinny_gemm_supported(int m, int k, const void* x, const void* w, const void* y) {
   auto aligned = [](const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; };
   return m >= 1 && m <= kSkinnyMaxM && k > 0 && k % 8 == 0 && aligned(x, 16) && aligned(w, 16) &&
@@ -217,6 +265,7 @@ Status skinny_gemm(DType dtype, const SkinnyProblem& pr, void* stream, SkinnyVar
   if (pr.n <= 0) return Status();
   if (pr.f32_out && pr.accumulate)
     return invalid_argument("skinny_gemm: fp32 output does not accumulate");
+  FOLIO_RETURN_IF_ERROR(check_norm(pr, dtype, "skinny_gemm"));
   return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
     if (pr.f32_out) return dispatch_m<T, float>(pr, variant, stream);
     return dispatch_m<T, T>(pr, variant, stream);
@@ -235,20 +284,27 @@ Status skinny_gemm_f32(DType dtype, const void* x, const void* w, float* y, int 
   return skinny_gemm(dtype, pr, stream);
 }
 
-Status skinny_gemm_silu(DType dtype, const void* x, const void* w_gate_up, void* act, int m,
-                        int inter, int k, void* stream) {
-  if (!skinny_gemm_supported(m, k, x, w_gate_up, act))
+Status skinny_gemm_silu(DType dtype, const SkinnyProblem& pr, void* stream) {
+  if (!skinny_gemm_supported(pr.m, pr.k, pr.x, pr.w, pr.y))
     return invalid_argument("skinny_gemm_silu: m must be in [1, " + std::to_string(kSkinnyMaxM) +
                             "], k a multiple of 8, operands aligned");
-  if (inter <= 0) return Status();
+  if (pr.accumulate || pr.f32_out)
+    return invalid_argument("skinny_gemm_silu: dtype output, no accumulate");
+  FOLIO_RETURN_IF_ERROR(check_norm(pr, dtype, "skinny_gemm_silu"));
+  if (pr.n <= 0) return Status();
   return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
-    switch (m) {
-      case 1: return launch_gated<T, 1>(x, w_gate_up, act, inter, k, stream);
-      case 2: return launch_gated<T, 2>(x, w_gate_up, act, inter, k, stream);
-      case 3: return launch_gated<T, 3>(x, w_gate_up, act, inter, k, stream);
-      default: return launch_gated<T, 4>(x, w_gate_up, act, inter, k, stream);
+    switch (pr.m) {
+      case 1: return dispatch_gated<T, 1>(pr, stream);
+      case 2: return dispatch_gated<T, 2>(pr, stream);
+      case 3: return dispatch_gated<T, 3>(pr, stream);
+      default: return dispatch_gated<T, 4>(pr, stream);
     }
   });
+}
+
+Status skinny_gemm_silu(DType dtype, const void* x, const void* w_gate_up, void* act, int m,
+                        int inter, int k, void* stream) {
+  return skinny_gemm_silu(dtype, SkinnyProblem{x, w_gate_up, act, m, inter, k}, stream);
 }
 
 }  // namespace folio::cuda

@@ -17,6 +17,9 @@
 //   - RMSNorm and silu(gate) * up computed on the fly from x as it is loaded (no separate norm and
 //     activation launches, 3 fewer per layer): every warp recomputes the row's norm and the
 //     activations, B3 6.73 ms against 6.17 with the separate kernels.
+//   - (session 9) the per-block fused norm (norm_weight below) on gate_up as well as qkv: gate_up's
+//     896 blocks each pay the norm's prologue, B3 5.85 ms against 5.79 with qkv's alone (which
+//     beats the separate launch: 5.82), so the executor fuses qkv's norm only by default.
 #pragma once
 
 #include "backend/cuda/dtype.h"
@@ -41,7 +44,22 @@ struct SkinnyProblem {
   int m, n, k;
   bool accumulate = false;
   bool f32_out = false;  // fp32 y (no accumulate)
+  // Set: x is the un-normalised input and the product uses rms_norm(x, norm_weight, norm_eps),
+  // bit for bit what rms_norm (rms_norm.h) writes, computed by every block into shared memory
+  // (rms_norm_smem.cuh) instead of by a launch of its own (skinny_norm_supported says where).
+  const void* norm_weight = nullptr;  // [k], the dtype
+  float norm_eps = 0.f;
 };
+
+// Shared memory a fused norm's rows may take: the default per-block limit (48 KiB, no opt-in
+// needed) less 1 KiB for the kernel's static shared memory (the norm's partial sums).
+inline constexpr size_t kSkinnyNormMaxSmem = 47 * 1024;
+
+// True when a product of m rows and depth k can take a fused norm: m <= 4,
+// k % 8 == 0, k <= 8192 (rms_norm's one-pack-per-thread block kernel, whose order it
+// reproduces), m k elements within kSkinnyNormMaxSmem, norm_weight 16-byte aligned. The bits
+// match rms_norm's block kernel, which rms_norm runs at dim > 512 unless FOLIO_RMS_NORM=warp.
+bool skinny_norm_supported(DType dtype, int m, int k, const void* norm_weight);
 
 // True when skinny_gemm takes this shape: 1 <= m <= kSkinnyMaxM, k % 8 == 0, x and w 16-byte
 // aligned, y 4-byte aligned.
@@ -61,5 +79,8 @@ Status skinny_gemm_f32(DType dtype, const void* x, const void* w, float* y, int 
 // silu_and_mul (silu_and_mul.h), in one launch and without the intermediate.
 Status skinny_gemm_silu(DType dtype, const void* x, const void* w_gate_up, void* act, int m,
                         int inter, int k, void* stream);
+// The same with the problem's fields: w = w_gate_up, y = act, n = inter; a fused norm allowed
+// (no accumulate, no fp32 output).
+Status skinny_gemm_silu(DType dtype, const SkinnyProblem& problem, void* stream);
 
 }  // namespace folio::cuda
