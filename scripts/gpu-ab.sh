@@ -15,7 +15,8 @@
 #                (batch 1, 128 in / 256 out, as in bench/results)
 #   ROUNDS       passes over B3_VARIANTS, alternated (default 1): variants compared within one
 #                machine and its clocks, each round printing one TPOT line per variant
-#   LAT_ARGS     extra `folio bench latency` arguments for every B3 run (e.g. --batch-size 32)
+#   LAT_BATCH    batch size of the latency runs (default 1: B3)
+#   LAT_ARGS     extra `folio bench latency` arguments for every B3 run (not the batch size)
 #   THROUGHPUT   extra arguments for one `folio bench throughput` per B3 variant (e.g.
 #                "--workload bench/workloads/sharegpt_like_1000.jsonl --max-num-seqs 1024
 #                --max-num-batched-tokens 16384"); unset = no throughput runs
@@ -51,9 +52,9 @@ i=0
 for round in $(seq "${ROUNDS:-1}"); do
   for setting in ${B3_VARIANTS:-}; do
     i=$((i + 1))
-    echo "== B3 latency ($setting) ${LAT_ARGS:-}, round $round"
+    echo "== B3 latency ($setting) batch ${LAT_BATCH:-1} ${LAT_ARGS:-}, round $round"
     env $([[ $setting == - ]] || echo "$setting") timeout 150 "$CARRY/folio" bench latency \
-      "${m[@]}" --batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 1 \
+      "${m[@]}" --batch-size "${LAT_BATCH:-1}" --input-len 128 --output-len 256 --num-iters-warmup 1 \
       --num-iters 3 ${LAT_ARGS:-} --output-json "$out/latency_$i.json" 2>&1 | grep -vE '^\[' |
       tail -n 5
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('round', sys.argv[2], sys.argv[3], 'median TPOT ms', round(d['median_tpot_ms'], 3))" \

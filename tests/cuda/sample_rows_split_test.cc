@@ -97,7 +97,9 @@ void run_split(int vocab, int R, DeviceBuffer* shared_scratch = nullptr) {
 
 TEST(SampleRowsSplit, OneRowLlama3Vocab) { run_split(128256, 1); }
 TEST(SampleRowsSplit, FiveRowsLlama3Vocab) { run_split(128256, 5); }
-TEST(SampleRowsSplit, ThirtyTwoRowsQwenVocab) { run_split(151936, kSampleSplitMaxRows); }
+TEST(SampleRowsSplit, ThirtyTwoRowsQwenVocab) { run_split(151936, 32); }
+// A batch-256 decode step's sampling (B2): 8 chunks of at most 16k logits per row.
+TEST(SampleRowsSplit, ManyRowsLlama3Vocab) { run_split(128256, 256); }
 TEST(SampleRowsSplit, OddVocab) { run_split(4099, 7); }
 TEST(SampleRowsSplit, SmallVocabOneChunk) { run_split(1000, 3); }
 

@@ -255,6 +255,15 @@ bool sample_split_enabled() {
   return on;
 }
 
+int sample_split_max_rows() {
+  static const int rows = [] {
+    const char* e = std::getenv("FOLIO_SAMPLE_SPLIT_ROWS");
+    const int v = e ? std::atoi(e) : 0;
+    return v >= 1 && v <= kSampleSplitMaxRows ? v : kSampleSplitMaxRows;
+  }();
+  return rows;
+}
+
 Status sample_rows(const SampleRowsArgs& a, void* stream) {
   if (a.num_rows == 0) return Status();
   if (a.vocab <= 0 || a.logits == nullptr || a.rows == nullptr || a.out == nullptr)

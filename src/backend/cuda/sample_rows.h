@@ -9,9 +9,10 @@
 //      the top num_logprobs tokens (best first, ties to the lower id).
 // Results land in device arrays that the caller copies back (a few bytes per row).
 //
-// Few rows (<= kSampleSplitMaxRows) whose sampling is plain (sample_split_eligible) take a split
-// path instead: each row cut into chunks over ~256 blocks, so a batch-1 step does not scan 128k
-// logits on one SM (sample_rows_split.cu). FOLIO_SAMPLE_SPLIT=0 turns it off.
+// Rows whose sampling is plain (sample_split_eligible), up to sample_split_max_rows() of them,
+// take a split path instead: each row cut into chunks over ~256 blocks (at least 8 per row of a
+// 128k vocabulary), so a batch-1 step does not scan 128k logits on one SM, nor a batch-256 step
+// 256 rows on one block each (sample_rows_split.cu). FOLIO_SAMPLE_SPLIT=0 turns it off.
 #pragma once
 
 #include <cstddef>
@@ -55,8 +56,12 @@ struct SampleRowsArgs {
   size_t scratch_bytes = 0;
 };
 
-inline constexpr int kSampleSplitMaxRows = 32;
-inline constexpr size_t kSampleSplitScratchBytes = 64 << 10;
+inline constexpr int kSampleSplitMaxRows = 1024;
+inline constexpr size_t kSampleSplitScratchBytes = 1 << 20;
+
+// Rows the split path takes at most: FOLIO_SAMPLE_SPLIT_ROWS (1..kSampleSplitMaxRows; 32 was the
+// limit before session 9) when set, else kSampleSplitMaxRows. Read once.
+int sample_split_max_rows();
 
 // No logits ops, no top-k / top-p / min-p filter, no top logprobs: greedy or temperature only.
 inline bool sample_split_eligible(const DeviceSampleRow& r, int vocab) {

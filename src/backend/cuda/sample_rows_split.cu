@@ -1,4 +1,4 @@
-// The GPU sampler's split path for few rows (sample_rows.h): a row of a 128k vocabulary scanned
+// The GPU sampler's split path for plain rows (sample_rows.h): a row of a 128k vocabulary scanned
 // by one thread block is latency bound (~60 us per pass on one SM at batch 1), so here each row
 // is cut into chunks of 4-token groups, one block per (row, chunk), and the partial results are
 // merged by the last block of the row to finish (a counter per row and pass, reset by that block).
@@ -31,6 +31,7 @@ using sampling::kSampleThreads;
 constexpr float kGreedyTemperature = 1e-5f;  // Sampler::kGreedyTemperature
 constexpr int kTargetBlocks = 256;          // ~2 blocks per SM on an H100 (132 SMs)
 constexpr int kMinGroupsPerChunk = 64;      // below this a chunk's fixed cost dominates
+constexpr int kMaxGroupsPerChunk = 4096;    // 16k logits: a block's scan stays short at many rows
 
 // One (row, chunk)'s partial results.
 struct Partial {
@@ -168,10 +169,13 @@ __global__ void __launch_bounds__(kSampleThreads) split_rank_kernel(SampleRowsAr
   a.out[row].rank = rank;
 }
 
-// Chunks per row: about kTargetBlocks blocks in all, at least kMinGroupsPerChunk groups each.
+// Chunks per row: about kTargetBlocks blocks in all, at least kMinGroupsPerChunk groups each;
+// with many rows, chunks of at most kMaxGroupsPerChunk (one block per 128k-logit row would scan
+// 500 logits per thread, latency bound, at 2 blocks per SM).
 Split plan_split(const SampleRowsArgs& a) {
   const int groups = (a.vocab + 3) / 4;
-  int chunks = std::max(1, kTargetBlocks / std::max(1, a.num_rows));
+  int chunks = std::max({1, kTargetBlocks / std::max(1, a.num_rows),
+                         (groups + kMaxGroupsPerChunk - 1) / kMaxGroupsPerChunk});
   int per = (groups + chunks - 1) / chunks;
   per = std::max(per, kMinGroupsPerChunk);
   chunks = (groups + per - 1) / per;
@@ -190,7 +194,7 @@ static_assert(kCounterBytes % 16 == 0);
 }  // namespace
 
 bool sample_split_usable(const SampleRowsArgs& a) {
-  if (!a.split_rows || a.num_rows > kSampleSplitMaxRows || a.any_ops || !a.scratch ||
+  if (!a.split_rows || a.num_rows > sample_split_max_rows() || a.any_ops || !a.scratch ||
       !sample_split_enabled())
     return false;
   const Split sp = plan_split(a);
