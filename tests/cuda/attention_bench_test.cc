@@ -298,6 +298,24 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
                       sp->max_partitions);
         }
       }
+      for (bool fp8 : {false, true}) {  // tc's two forms: K/V waiting in registers or a ring
+        auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
+                                          DecodeKernel::kTc);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
+        ASSERT_TRUE(ws.ok());
+        for (int ring : {0, 2, 3}) {
+          plan->tc_ring_stages = ring;
+          Status st;
+          const double us =
+              median_us([&] { st = decode_attention(fp8 ? p8 : p, *plan, ws->data(), nullptr); });
+          EXPECT_TRUE(st.ok()) << st.to_string();
+          const double tb = fp8 ? bytes / 2 : bytes;
+          std::printf("K1 decode b%d L%d page %d tc%s ring %d: %.1f us, %.2f TB/s = %.0f%% of copy\n",
+                      c.batch, c.ctx, bs, fp8 ? " fp8 cache" : "", ring, us, tb / us / 1e6,
+                      100.0 * tb / us / 1e6 / copy_tbps);
+        }
+      }
       for (int lanes : {2}) {  // 16 elements per lane (two 8-byte chunks): fewer shuffles/token
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kV2);

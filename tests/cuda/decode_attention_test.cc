@@ -27,6 +27,7 @@ struct DecodeCase {
   int lane_vectors = 0;  // DecodePlan::lane_vectors (v2)
   int head_chunk = 0;    // DecodePlan::head_chunk (v2)
   KvCacheDtype kv = KvCacheDtype::kAuto;
+  int tc_ring = -1;      // DecodePlan::tc_ring_stages (tc)
 };
 
 const char* kernel_name(DecodeKernel k) {
@@ -43,7 +44,8 @@ std::string name(const DecodeCase& c) {
          "_" + kernel_name(c.kernel) +
          (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "") +
          (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "") +
-         (c.kv == KvCacheDtype::kFp8E4m3 ? "_fp8" : "");
+         (c.kv == KvCacheDtype::kFp8E4m3 ? "_fp8" : "") +
+         (c.tc_ring >= 0 ? "_ring" + std::to_string(c.tc_ring) : "");
 }
 
 void PrintTo(const DecodeCase& c, std::ostream* os) {
@@ -79,6 +81,7 @@ class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     plan->lane_vectors = c.lane_vectors;
     plan->head_chunk = c.head_chunk;
+    plan->tc_ring_stages = c.tc_ring;
     check(prob, *plan, name(c));
   }
 };
@@ -177,11 +180,15 @@ std::vector<DecodeCase> cases() {
       {DType::kBF16, 8, 2, 128, 3, 0},     // odd block size
       {DType::kFP16, 16, 2, 128, 1, 32},   // group of 8, token mode, split
   };
+  // Each in both forms: K/V waiting in registers, and in a shared-memory ring of 2 or 3 stages.
   for (DecodeCase c : tc) {
     c.kernel = DecodeKernel::kTc;
-    out.push_back(c);
-    c.kv = KvCacheDtype::kFp8E4m3;
-    out.push_back(c);
+    for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4m3})
+      for (int ring : {0, 2, 3}) {
+        c.kv = kv;
+        c.tc_ring = ring;
+        out.push_back(c);
+      }
   }
   // The planner's own choice (tc at head_dim 128).
   for (DecodeCase c : {DecodeCase{DType::kBF16, 32, 8, 128, 16, 0},
@@ -253,6 +260,24 @@ TEST(DecodeAttentionPlanTest, RejectsUnsupportedShapes) {
   EXPECT_EQ(split->max_partitions, 4);
   EXPECT_EQ(split->workspace_bytes, sizeof(float) * 8 * 4 * (128 + 2));
   EXPECT_TRUE(plan_decode_attention(ctx, 4, 2, 16, 132).ok());  // the tiny model
+}
+
+// DecodePlan::tc_ring_stages takes -1 (pick), 0 (registers) or 2..4 stages; anything else is an
+// error before any launch.
+TEST(DecodeAttentionPlanTest, RejectsBadRingStages) {
+  FOLIO_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  AttentionProblem prob(DType::kBF16, 8, 2, 128, 16, {{100, 1}, {7, 1}}, rng);
+  auto plan = plan_decode_attention(prob.context_lens, 8, 2, 128, 132, 0, DecodeKernel::kTc);
+  ASSERT_TRUE(plan.ok());
+  for (int stages : {1, 5, -2}) {
+    plan->tc_ring_stages = stages;
+    EXPECT_EQ(decode_attention(prob.params(), *plan, nullptr, nullptr).code(),
+              StatusCode::kInvalidArgument)
+        << stages;
+  }
+  plan->tc_ring_stages = 4;
+  check(prob, *plan, "ring of 4");
 }
 
 // FOLIO_DECODE_KERNEL picks the default kernel; v1 and tc fall back to v2 for head dims they lack.

@@ -152,6 +152,9 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
   if (plan.head_chunk != 0 && plan.head_chunk != 1 && plan.head_chunk != 2 &&
       plan.head_chunk != 4 && plan.head_chunk != 8)
     return invalid_argument("decode_attention: head_chunk must be 0, 1, 2, 4 or 8");
+  if (plan.tc_ring_stages != -1 && plan.tc_ring_stages != 0 &&
+      (plan.tc_ring_stages < 2 || plan.tc_ring_stages > 4))
+    return invalid_argument("decode_attention: tc_ring_stages must be -1, 0, 2, 3 or 4");
   if (p.num_seqs == 0) return Status();
   if (p.num_seqs > 65535) return invalid_argument("decode_attention: more than 65535 sequences");
   if (plan.workspace_bytes > 0 && workspace == nullptr)

@@ -73,6 +73,13 @@ struct DecodePlan {
   // few sequences is bounded by max_model_len, and a short context used 1 or 2 of its blocks.
   // FOLIO_DECODE_REFINE=0 turns it off.
   bool refine_partitions = false;
+  // tc only, a knob the bench and tests compare: how a warp's next chunks of K/V wait. 0: in
+  // registers (two buffers taking turns on a 16-bit cache); 2..4: a ring of that many stages in
+  // shared memory filled by cp.async (decode_attention_tc.cuh). -1 (the default) picks:
+  // FOLIO_TC_RING (0, 2, 3 or 4) when set, else the ring of 2 for an fp8 cache in an unsplit
+  // plan, else registers. On the H100 (NOTES.md) the 2-stage ring took an fp8 cache from 83 to
+  // 65 us at b32 x 2048 and 262 to 233 at b128 x 2048, and a 16-bit cache from 378 to 452.
+  int tc_ring_stages = -1;
 };
 
 // The smallest partition a refined plan gives a sequence: one 16-token step per warp of tc.

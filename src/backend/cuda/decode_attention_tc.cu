@@ -1,17 +1,51 @@
 // Decode kernel "tc" (decode_attention_tc.cuh) over a 16-bit or an fp8 e4m3 cache, head_dim 128;
 // a split sequence's partitions merge in decode v2's merge kernel (same workspace layout).
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/decode_attention_tc.cuh"
+#include "backend/cuda/smem_opt_in.h"
 
 namespace folio::cuda::detail {
 namespace {
 
+// FOLIO_TC_RING (0, 2, 3 or 4) when set, else -1. Read once.
+int ring_from_env() {
+  static const int stages = [] {
+    const char* e = std::getenv("FOLIO_TC_RING");
+    const int v = e ? std::atoi(e) : -1;
+    return v == 0 || (v >= 2 && v <= 4) ? v : -1;
+  }();
+  return stages;
+}
+
+// DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else the ring of 2
+// for an fp8 cache where the plan does not split (a split plan's short partitions keep the
+// registers: b1 x 8192 measured 18.4 us there against 19.5 with the ring).
+int ring_stages(const DecodePlan& plan, bool fp8) {
+  if (plan.tc_ring_stages >= 0) return plan.tc_ring_stages;
+  if (const int env = ring_from_env(); env >= 0) return env;
+  return fp8 && plan.max_partitions == 1 ? 2 : 0;
+}
+
+template <typename T, typename C, int kRing>
+Status launch_form(const V2Args<T>& a, const dim3& grid, void* stream) {
+  const auto kernel = decode_tc_kernel<T, C, kRing>;
+  constexpr int smem = kRing == 0 ? 0 : tc::ring_smem_bytes<T, C, kRing>();
+  if constexpr (smem > 48 * 1024)
+    FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), smem));
+  return launch_pdl(kernel, grid, dim3(kThreads), smem, stream, "decode_tc_kernel", a);
+}
+
 template <typename T, typename C>
-Status launch_tc(const V2Args<T>& a, int num_seqs, void* stream) {
+Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, void* stream) {
   const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
-  FOLIO_RETURN_IF_ERROR(launch_pdl(decode_tc_kernel<T, C>, grid, dim3(kThreads), 0, stream,
-                                   "decode_tc_kernel", a));
+  switch (stages) {
+    case 2: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2>(a, grid, stream))); break;
+    case 3: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3>(a, grid, stream))); break;
+    case 4: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4>(a, grid, stream))); break;
+    default: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 0>(a, grid, stream)));
+  }
   if (a.max_partitions > 1) {
     FOLIO_RETURN_IF_ERROR(launch_pdl(decode_v2_merge_kernel<T>, dim3(a.num_heads, num_seqs),
                                      dim3(tc::kD), 0, stream, "decode_v2_merge_kernel", a));
@@ -28,8 +62,10 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                          std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     const V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
-    if (p.kv_dtype == KvCacheDtype::kFp8E4m3) return launch_tc<T, uint8_t>(a, p.num_seqs, stream);
-    return launch_tc<T, T>(a, p.num_seqs, stream);
+    const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
+    const int stages = ring_stages(plan, fp8);
+    if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);
+    return launch_tc<T, T>(a, p.num_seqs, stages, stream);
   });
 }
 

@@ -122,19 +122,48 @@ struct ChunkRegs {
 // Shared memory: the cross-warp partials [kWarps][kHeads][kD], then max and sum [kWarps][kHeads].
 constexpr int kSmemBytes = (kWarps * kHeads * kD + 2 * kWarps * kHeads) * 4;
 
+// The ring form (kRing > 0 stages): a chunk's loads go global -> shared by cp.async into the
+// lane's own slots [stage][load][lane] of its warp's ring (no barrier: each lane reads back only
+// what it copied) and come to registers just before use, so kRing - 1 chunks are in flight
+// without holding registers. The ring and the partials share the dynamic shared memory.
+template <typename T, typename C>
+constexpr int kLoadsPerLane = 2 * Cache<T, C>::kKLoads + 4 * Cache<T, C>::kVLoads;
+template <typename T, typename C, int kRing>
+constexpr int ring_smem_bytes() {
+  const int ring = kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
+  return ring > kSmemBytes ? ring : kSmemBytes;
+}
+// Resident blocks per SM the launch bounds ask for: the register form 2 (16-bit: two register
+// buffers) or 3 (fp8), the ring form as many as its shared memory allows, at most 3.
+template <typename T, typename C, int kRing>
+constexpr int blocks_per_sm() {
+  if (kRing == 0) return sizeof(C) == 1 ? 3 : 2;
+  const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing>() + 1024);
+  return fit < 3 ? fit : 3;
+}
+
 }  // namespace tc
 
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads; num_chunks =
 // ceil(group / 8). head_dim 128.
-template <typename T, typename C>
-__global__ void __launch_bounds__(kThreads, 2)
+// kRing 0: the register form; > 0: the ring form with kRing stages (tc::ring_smem_bytes of
+// dynamic shared memory).
+template <typename T, typename C, int kRing>
+__global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
     decode_tc_kernel(V2Args<T> a) {
   using namespace tc;
   using L = Cache<T, C>;
   using Mma = typename L::Mma;
   pdl_wait();  // pdl.cuh: inputs come from the previous kernel
   pdl_launch_dependents();
-  __shared__ __align__(16) float smem[kSmemBytes / 4];
+  extern __shared__ __align__(16) uint4 tc_dyn_smem[];
+  float* smem;
+  if constexpr (kRing == 0) {
+    __shared__ __align__(16) float partials[kSmemBytes / 4];
+    smem = partials;
+  } else {
+    smem = reinterpret_cast<float*>(tc_dyn_smem);
+  }
   float* red = smem;
   float* wm = red + kWarps * kHeads * kD;
   float* wl = wm + kWarps * kHeads;
@@ -205,10 +234,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   // One chunk: the loads of chunk c + kWarps go into `nxt` (past the end: none, zeros) while
   // chunk c, in `cur`, is scored and accumulated.
   int slot_next = slot_of(warp + kWarps);
-  auto step = [&](const ChunkRegs<T, C>& cur, ChunkRegs<T, C>& nxt, int c) {
-    issue(nxt, slot_next);
-    slot_next = slot_of(c + 2 * kWarps);
-
+  // Chunk c, in `cur`: scored and accumulated.
+  auto compute = [&](const ChunkRegs<T, C>& cur, int c) {
     float s0[4] = {0.f, 0.f, 0.f, 0.f}, s1[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -250,10 +277,67 @@ __global__ void __launch_bounds__(kThreads, 2)
       mma_16816<Mma>(o[i], va, pb0, pb1);
     }
   };
+  auto step = [&](const ChunkRegs<T, C>& cur, ChunkRegs<T, C>& nxt, int c) {
+    issue(nxt, slot_next);
+    slot_next = slot_of(c + 2 * kWarps);
+    compute(cur, c);
+  };
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
   // (no register copies; 240 registers, 2 blocks per SM); an fp8 cache from 3 blocks per SM,
   // which only the copying loop fits (166 registers: 3 x 128 x 166 <= 65536).
-  if constexpr (sizeof(C) == 1) {
+  if constexpr (kRing > 0) {
+    constexpr int kPer = kLoadsPerLane<T, C>;
+    uint4* ring = tc_dyn_smem + warp * (kRing * kPer * 32) + lane;  // [stage][load][lane]
+    auto ring_issue = [&](int stage, int slot_lane) {
+      uint4* dst = ring + stage * kPer * 32;
+      int q = 0;
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        const int sl = __shfl_sync(0xffffffffu, slot_lane, pg + 2 * x);
+        const C* row = k_cache + (sl >= 0 ? sl * slot_stride + head_off : 0);
+#pragma unroll
+        for (int j = 0; j < L::kKLoads; ++j, ++q)
+          cp_async16(dst + q * 32, row + L::k_load_elem(j, t), sl >= 0);
+      }
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int sl = __shfl_sync(0xffffffffu, slot_lane, 4 * t + x);
+        const C* row = v_cache + (sl >= 0 ? sl * slot_stride + head_off : 0);
+#pragma unroll
+        for (int j = 0; j < L::kVLoads; ++j, ++q)
+          cp_async16(dst + q * 32, row + L::v_load_elem(j, g), sl >= 0);
+      }
+      cp_async_commit();
+    };
+    auto ring_read = [&](int stage, ChunkRegs<T, C>& r) {
+      const uint4* src = ring + stage * kPer * 32;
+      int q = 0;
+#pragma unroll
+      for (int x = 0; x < 2; ++x)
+#pragma unroll
+        for (int j = 0; j < L::kKLoads; ++j, ++q) r.k[x][j] = src[q * 32];
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+#pragma unroll
+        for (int j = 0; j < L::kVLoads; ++j, ++q) r.v[x][j] = src[q * 32];
+    };
+    // Chunks warp + i kWarps, i < kRing - 1, in flight before the loop; iteration i issues
+    // chunk i + kRing - 1 into the stage iteration i - 1 read (past the end: zeros, no reads).
+#pragma unroll
+    for (int i = 0; i < kRing - 1; ++i) ring_issue(i, slot_of(warp + i * kWarps));
+    int slot_ahead = slot_of(warp + (kRing - 1) * kWarps);
+#pragma unroll 1
+    for (int c = warp, i = 0; c < nch; c += kWarps, ++i) {  // warp-uniform
+      ring_issue((i + kRing - 1) % kRing, slot_ahead);
+      slot_ahead = slot_of(c + kRing * kWarps);
+      cp_async_wait<kRing - 1>();  // chunk c has landed
+      ChunkRegs<T, C> cur;
+      ring_read(i % kRing, cur);
+      compute(cur, c);
+    }
+    cp_async_wait<0>();  // the zero fills past the end, before the partials reuse the ring
+    __syncthreads();
+  } else if constexpr (sizeof(C) == 1) {
     ChunkRegs<T, C> cur;
     issue(cur, slot_of(warp));
 #pragma unroll 1
