@@ -8,6 +8,7 @@
 #   scripts/gpu-executor.sh stage   # here
 #   device run, carry ["build-cudaexec/carry"], command:
 #     scripts/gpu-b3-timeline.sh [VAR=value ...]   # settings applied to both runs
+#   BATCH=256 (env) times a decode step of that many sequences instead of B3's one.
 #
 # Logs under $OUT: ncu.csv (every kernel), timeline.txt, latency.json (the unprofiled TPOT).
 set -uo pipefail
@@ -20,7 +21,7 @@ mkdir -p "$out"
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 b3=(bench latency --device cuda --load-format dummy --model-config configs/llama-3-8b.json
-  --batch-size 1 --input-len 128)
+  --batch-size "${BATCH:-1}" --input-len 128)
 env "$@" timeout 120 "$CARRY/folio" "${b3[@]}" --output-len 256 --num-iters-warmup 1 --num-iters 3 \
   --output-json "$out/latency.json" 2>&1 | grep -vE '^\[' | tail -n 3
 # Warm-up off and 4 output tokens: the last full step between two sampling kernels is a decode
