@@ -48,7 +48,8 @@ TEST(SkinnyGemm, MatchesReference) {
           DevTensor dy = acc ? DevTensor::upload(dt, y0) : DevTensor::poisoned(dt, y0.size());
           const auto want = reference(x, w, y0, m, n, k, acc);
           for (SkinnyVariant v : {SkinnyVariant::kDefault, SkinnyVariant::kRows1Unroll4,
-                                  SkinnyVariant::kRows1Unroll8, SkinnyVariant::kRows4Unroll2}) {
+                                  SkinnyVariant::kRows1Unroll8, SkinnyVariant::kRows4Unroll2,
+                                  SkinnyVariant::kRows4Unroll4}) {
             if (acc) dy = DevTensor::upload(dt, y0);
             FOLIO_ASSERT_OK(
                 skinny_gemm(dt, dx.data(), dw.data(), dy.data(), m, n, k, acc, nullptr, v));
@@ -188,7 +189,8 @@ TEST(SkinnyGemm, BenchAgainstCublas) {
       std::printf("skinny %-8s m %2d: cuBLASLt %7.1f us %5.2f TB/s |", s.name, m, us_lt,
                   bytes / us_lt / 1e6);
       for (SkinnyVariant v : {SkinnyVariant::kDefault, SkinnyVariant::kRows1Unroll4,
-                              SkinnyVariant::kRows1Unroll8, SkinnyVariant::kRows4Unroll2}) {
+                              SkinnyVariant::kRows1Unroll8, SkinnyVariant::kRows4Unroll2,
+                              SkinnyVariant::kRows4Unroll4}) {
         const float us = time([&] {
           return skinny_gemm(DType::kBF16, x.data(), w.data(), y.data(), m, s.n, s.k, false,
                              nullptr, v);

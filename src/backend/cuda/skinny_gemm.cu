@@ -156,6 +156,28 @@ SkinnyVariant variant_from_env() {
     if (s == "r2u4") return SkinnyVariant::kRows2Unroll4;
     if (s == "r1u4") return SkinnyVariant::kRows1Unroll4;
     if (s == "r1u8") return SkinnyVariant::kRows1Unroll8;
+    if (s == "r4u4") return SkinnyVariant::kRows4Unroll4;
+    return SkinnyVariant::kDefault;
+  }();
+  return v;
+}
+
+// The tile of dtype-output products of at most kSmallRows rows (o_proj, down, an unfused qkv),
+// where FOLIO_SKINNY_VARIANT does not say otherwise: r2u4, or FOLIO_SKINNY_SMALL (the same
+// names). Under r4u2 such a product has one block of 8 warps per SM (4096 rows: 128 blocks),
+// 32 KB of weights in flight per SM; r2u4 doubles the warps at the same bytes per warp. B3 on
+// the H100 (session 9, 4 rounds alternated): 5.765-5.812 ms against 5.812-5.835 with r4u2;
+// r4u4 5.91, r1u8 6.17-6.20 (NOTES.md).
+constexpr int kSmallRows = 8192;
+SkinnyVariant small_variant_from_env() {
+  static const SkinnyVariant v = [] {
+    const char* e = std::getenv("FOLIO_SKINNY_SMALL");
+    const std::string s = e ? e : "r2u4";
+    if (s == "r4u2") return SkinnyVariant::kRows4Unroll2;
+    if (s == "r2u4") return SkinnyVariant::kRows2Unroll4;
+    if (s == "r1u4") return SkinnyVariant::kRows1Unroll4;
+    if (s == "r1u8") return SkinnyVariant::kRows1Unroll8;
+    if (s == "r4u4") return SkinnyVariant::kRows4Unroll4;
     return SkinnyVariant::kDefault;
   }();
   return v;
@@ -177,8 +199,9 @@ Status launch(const SkinnyProblem& pr, void* stream) {
                     static_cast<const T*>(pr.norm_weight), pr.norm_eps);
 }
 
-// kDefault: 4 rows per warp for dtype outputs, 2 for fp32 (the lm_head): the fastest on the H100
-// for the Llama-3-8B shapes (NOTES.md). A fused norm always takes the default.
+// kDefault: 4 rows per warp for dtype outputs (2 for products of at most kSmallRows rows, above),
+// 2 for fp32 (the lm_head): the fastest on the H100 for the Llama-3-8B shapes (NOTES.md). A fused
+// norm always takes 4 (2 for fp32).
 template <typename T, typename OutT, int M>
 Status dispatch_variant(const SkinnyProblem& pr, SkinnyVariant v, void* stream) {
   constexpr bool kF32 = sizeof(OutT) == sizeof(float);
@@ -186,12 +209,14 @@ Status dispatch_variant(const SkinnyProblem& pr, SkinnyVariant v, void* stream) 
     return kF32 ? launch<T, OutT, M, 2, 4, true>(pr, stream)
                 : launch<T, OutT, M, 4, 2, true>(pr, stream);
   if (v == SkinnyVariant::kDefault) v = variant_from_env();
+  if (v == SkinnyVariant::kDefault && !kF32 && pr.n <= kSmallRows) v = small_variant_from_env();
   if (v == SkinnyVariant::kDefault)
     v = kF32 ? SkinnyVariant::kRows2Unroll4 : SkinnyVariant::kRows4Unroll2;
   switch (v) {
     case SkinnyVariant::kRows1Unroll4: return launch<T, OutT, M, 1, 4, false>(pr, stream);
     case SkinnyVariant::kRows1Unroll8: return launch<T, OutT, M, 1, 8, false>(pr, stream);
     case SkinnyVariant::kRows4Unroll2: return launch<T, OutT, M, 4, 2, false>(pr, stream);
+    case SkinnyVariant::kRows4Unroll4: return launch<T, OutT, M, 4, 4, false>(pr, stream);
     default: return launch<T, OutT, M, 2, 4, false>(pr, stream);
   }
 }

@@ -34,7 +34,14 @@ inline constexpr int kSkinnyMaxM = 4;
 Result<int> skinny_max_m_from_env();
 
 // Warp tile shapes, for benchmarks: rows of w per warp and 16-byte loads in flight per row.
-enum class SkinnyVariant { kDefault, kRows1Unroll4, kRows1Unroll8, kRows4Unroll2, kRows2Unroll4 };
+enum class SkinnyVariant {
+  kDefault,
+  kRows1Unroll4,
+  kRows1Unroll8,
+  kRows4Unroll2,
+  kRows2Unroll4,
+  kRows4Unroll4,
+};
 
 
 struct SkinnyProblem {
