@@ -1,4 +1,4 @@
-// The GPU sampler's split path (few plain rows, sample_rows_split.cu) against the host Sampler:
+// The split sampler (plain rows, up to 1024; sample_rows_split.cu) against the host Sampler:
 // the same token, rank and logprob (within 1e-5) for greedy and temperature rows, over
 // vocabularies that do and do not divide into 4-token groups, rows with exact ties, NaN and -inf;
 // that the split kernels really ran (the partials in the scratch were written); and that a second
