@@ -236,32 +236,6 @@ TEST(DecodeAttentionLongTest, ContextsPast16kTokens) {
   }
 }
 
-// Shape errors come back as Status before any GPU work (runs without a GPU too).
-TEST(DecodeAttentionPlanTest, RejectsUnsupportedShapes) {
-  const std::vector<int32_t> ctx = {10, 20};
-  for (int hd : {0, 4, 100, 264})
-    EXPECT_EQ(plan_decode_attention(ctx, 8, 2, hd, 132).status().code(), StatusCode::kUnimplemented)
-        << hd;
-  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 80, 132, 0, DecodeKernel::kV1).status().code(),
-            StatusCode::kUnimplemented);
-  EXPECT_EQ(plan_decode_attention(ctx, 8, 3, 128, 132).status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 128, 132, 100).status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 128, 132, 1024, DecodeKernel::kV1).status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(plan_decode_attention_bounded(2, -1, 8, 2, 128, 132).status().code(),
-            StatusCode::kInvalidArgument);
-  auto plan = plan_decode_attention(ctx, 8, 2, 128, 132, 32);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->max_partitions, 1);  // ceil(20 / 32)
-  auto split = plan_decode_attention(std::vector<int32_t>{100}, 8, 2, 128, 132, 32);
-  ASSERT_TRUE(split.ok());
-  EXPECT_EQ(split->max_partitions, 4);
-  EXPECT_EQ(split->workspace_bytes, sizeof(float) * 8 * 4 * (128 + 2));
-  EXPECT_TRUE(plan_decode_attention(ctx, 4, 2, 16, 132).ok());  // the tiny model
-}
-
 // DecodePlan::tc_ring_stages takes -1 (pick), 0 (registers) or 2..4 stages; anything else is an
 // error before any launch.
 TEST(DecodeAttentionPlanTest, RejectsBadRingStages) {
@@ -278,95 +252,6 @@ TEST(DecodeAttentionPlanTest, RejectsBadRingStages) {
   }
   plan->tc_ring_stages = 4;
   check(prob, *plan, "ring of 4");
-}
-
-// FOLIO_DECODE_KERNEL picks the default kernel; v1 and tc fall back to v2 for head dims they lack.
-TEST(DecodeAttentionPlanTest, KernelFromEnvironment) {
-  const std::vector<int32_t> ctx = {100};
-  auto kernel_for = [&](const char* env, int head_dim) -> Result<DecodeKernel> {
-    if (env)
-      setenv("FOLIO_DECODE_KERNEL", env, 1);
-    else
-      unsetenv("FOLIO_DECODE_KERNEL");
-    auto plan = plan_decode_attention(ctx, 8, 2, head_dim, 132);
-    unsetenv("FOLIO_DECODE_KERNEL");
-    if (!plan.ok()) return plan.status();
-    return plan->kernel;
-  };
-  EXPECT_EQ(*kernel_for(nullptr, 128), DecodeKernel::kTc);  // the default at head_dim 128
-  EXPECT_EQ(*kernel_for(nullptr, 64), DecodeKernel::kV2);   // and v2 elsewhere
-  EXPECT_EQ(*kernel_for("v2", 128), DecodeKernel::kV2);
-  EXPECT_EQ(*kernel_for("v1", 128), DecodeKernel::kV1);
-  EXPECT_EQ(*kernel_for("v1", 16), DecodeKernel::kV2);
-  EXPECT_EQ(*kernel_for("tc", 128), DecodeKernel::kTc);
-  EXPECT_EQ(*kernel_for("tc", 64), DecodeKernel::kV2);  // tc takes head_dim 128 only
-  EXPECT_EQ(plan_decode_attention(ctx, 8, 2, 64, 132, 0, DecodeKernel::kTc).status().code(),
-            StatusCode::kUnimplemented);
-  EXPECT_EQ(kernel_for("v3", 128).status().code(), StatusCode::kInvalidArgument);
-  // An explicit kernel wins over the environment.
-  setenv("FOLIO_DECODE_KERNEL", "v1", 1);
-  auto plan = plan_decode_attention(ctx, 8, 2, 128, 132, 0, DecodeKernel::kV2);
-  unsetenv("FOLIO_DECODE_KERNEL");
-  ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->kernel, DecodeKernel::kV2);
-}
-
-// A bounded plan depends only on (num_seqs, bound, shape, num_sms): the same for any lengths.
-TEST(DecodeAttentionPlanTest, BoundedPlanIgnoresLengths) {
-  for (int seqs : {1, 32, 128}) {
-    auto a = plan_decode_attention_bounded(seqs, 8192, 32, 8, 128, 132);
-    ASSERT_TRUE(a.ok());
-    auto b = plan_decode_attention(std::vector<int32_t>(seqs, 8192), 32, 8, 128, 132);
-    ASSERT_TRUE(b.ok());
-    EXPECT_EQ(a->partition_size, b->partition_size);
-    EXPECT_EQ(a->max_partitions, b->max_partitions);
-    EXPECT_EQ(a->workspace_bytes, b->workspace_bytes);
-    EXPECT_EQ(a->max_context_len, 8192);
-    EXPECT_GE(static_cast<int64_t>(a->partition_size) * a->max_partitions, 8192);
-  }
-  // b1 x 8192 splits to fill the SMs (v2: one wave of at most 3 blocks per SM).
-  auto b1 = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132);
-  ASSERT_TRUE(b1.ok());
-  EXPECT_GE(int64_t{8} * b1->max_partitions, 132);
-  EXPECT_LE(int64_t{8} * b1->max_partitions, 3 * 132);
-  // b128 x 2048 fills the GPU without a split (no merge kernel).
-  auto b128 = plan_decode_attention(std::vector<int32_t>(128, 2048), 32, 8, 128, 132);
-  ASSERT_TRUE(b128.ok());
-  EXPECT_EQ(b128->max_partitions, 1);
-  EXPECT_EQ(b128->workspace_bytes, 0u);
-  EXPECT_FALSE(b128->refine_partitions);  // nothing to refine without a split
-}
-
-// Refined partitions (DecodePlan::refine_partitions): only where every sequence may use all
-// max_partitions blocks within one resident wave, and only for an automatic partition size.
-TEST(DecodeAttentionPlanTest, RefinesPartitionsWhereTheGridFitsAWave) {
-  if (const char* e = std::getenv("FOLIO_DECODE_REFINE"); e && std::string(e) == "0")
-    GTEST_SKIP() << "FOLIO_DECODE_REFINE=0";
-  for (DecodeKernel k : {DecodeKernel::kTc, DecodeKernel::kV2}) {
-    SCOPED_TRACE(kernel_name(k));
-    const int per_sm = k == DecodeKernel::kTc ? 2 : 3;
-    for (int seqs : {1, 2, 4, 8, 16}) {  // CUDA-graph buckets of B3-like batches
-      auto b = plan_decode_attention_bounded(seqs, 8192, 32, 8, 128, 132, 0, k);
-      ASSERT_TRUE(b.ok());
-      EXPECT_GT(b->max_partitions, 1) << seqs;
-      EXPECT_TRUE(b->refine_partitions) << seqs;
-      EXPECT_LE(int64_t{seqs} * 8 * b->max_partitions, per_sm * 132) << seqs;
-    }
-    auto forced = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132, 256, k);
-    ASSERT_TRUE(forced.ok());
-    EXPECT_FALSE(forced->refine_partitions);
-    // Mixed lengths whose every-sequence-at-max grid would overflow the wave: not refined.
-    std::vector<int32_t> lens(12, 100);
-    lens[0] = 8192;
-    auto mixed = plan_decode_attention(lens, 32, 8, 128, 132, 0, k);
-    ASSERT_TRUE(mixed.ok());
-    ASSERT_GT(mixed->max_partitions, 1);
-    EXPECT_GT(int64_t{12} * 8 * mixed->max_partitions, per_sm * 132);
-    EXPECT_FALSE(mixed->refine_partitions);
-  }
-  auto v1 = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132, 0, DecodeKernel::kV1);
-  ASSERT_TRUE(v1.ok());
-  EXPECT_FALSE(v1->refine_partitions);  // v1 keeps its own split
 }
 
 // CUDA-graph use: a graph captured once around decode_attention with a bounded plan, replayed
