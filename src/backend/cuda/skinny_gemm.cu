@@ -146,18 +146,22 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
-// FOLIO_SKINNY_VARIANT (r4u2, r2u4, r1u4, r1u8) replaces kDefault everywhere: for timing the
-// variants in place (B3), where the figures differ from the isolated benchmark's.
+// A tile's name in the environment (r4u2, r2u4, r1u4, r1u8, r4u4); kDefault for any other.
+SkinnyVariant variant_named(const std::string& s) {
+  if (s == "r4u2") return SkinnyVariant::kRows4Unroll2;
+  if (s == "r2u4") return SkinnyVariant::kRows2Unroll4;
+  if (s == "r1u4") return SkinnyVariant::kRows1Unroll4;
+  if (s == "r1u8") return SkinnyVariant::kRows1Unroll8;
+  if (s == "r4u4") return SkinnyVariant::kRows4Unroll4;
+  return SkinnyVariant::kDefault;
+}
+
+// FOLIO_SKINNY_VARIANT replaces kDefault everywhere: for timing the variants in place (B3), where
+// the figures differ from the isolated benchmark's.
 SkinnyVariant variant_from_env() {
   static const SkinnyVariant v = [] {
     const char* e = std::getenv("FOLIO_SKINNY_VARIANT");
-    const std::string s = e ? e : "";
-    if (s == "r4u2") return SkinnyVariant::kRows4Unroll2;
-    if (s == "r2u4") return SkinnyVariant::kRows2Unroll4;
-    if (s == "r1u4") return SkinnyVariant::kRows1Unroll4;
-    if (s == "r1u8") return SkinnyVariant::kRows1Unroll8;
-    if (s == "r4u4") return SkinnyVariant::kRows4Unroll4;
-    return SkinnyVariant::kDefault;
+    return variant_named(e ? e : "");
   }();
   return v;
 }
@@ -172,13 +176,7 @@ constexpr int kSmallRows = 8192;
 SkinnyVariant small_variant_from_env() {
   static const SkinnyVariant v = [] {
     const char* e = std::getenv("FOLIO_SKINNY_SMALL");
-    const std::string s = e ? e : "r2u4";
-    if (s == "r4u2") return SkinnyVariant::kRows4Unroll2;
-    if (s == "r2u4") return SkinnyVariant::kRows2Unroll4;
-    if (s == "r1u4") return SkinnyVariant::kRows1Unroll4;
-    if (s == "r1u8") return SkinnyVariant::kRows1Unroll8;
-    if (s == "r4u4") return SkinnyVariant::kRows4Unroll4;
-    return SkinnyVariant::kDefault;
+    return variant_named(e ? e : "r2u4");
   }();
   return v;
 }
