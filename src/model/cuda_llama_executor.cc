@@ -95,13 +95,13 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   const float eps = static_cast<float>(config.rms_norm_eps);
   // At m where a GEMM runs on the skinny kernel (batch 1), the norm before it is computed inside
   // it (skinny_gemm.h: bit-identical; FOLIO_FUSED_NORM=0: a launch of its own).
-  auto norm_fused = [&](bool on, const void* norm_w, int n, const void* wt, const void* y) {
-    return on && cuda::rms_norm_is_block_pack8(H) &&
-           cuda::skinny_norm_supported(dt, T, H, norm_w) &&
-           gemm->routes_to_skinny(T, n, H, x.data(), wt, y);
+  // `norm_fits`: the norm may move into a skinny launch (the caller checks the routing).
+  auto norm_fits = [&](bool on, const void* norm_w) {
+    return on && cuda::rms_norm_is_block_pack8(H) && cuda::skinny_norm_supported(dt, T, H, norm_w);
   };
   const int qkv_n = qs + 2 * kvs;
-  if (norm_fused(fused_norm_qkv, w.input_norm, qkv_n, w.qkv, qkv.data())) {
+  if (norm_fits(fused_norm_qkv, w.input_norm) &&
+      gemm->routes_to_skinny(T, qkv_n, H, x.data(), w.qkv, qkv.data())) {
     cuda::SkinnyProblem pr{x.data(), w.qkv, qkv.data(), T, qkv_n, H};
     pr.norm_weight = w.input_norm;
     pr.norm_eps = eps;
@@ -188,8 +188,7 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   // too where it fits.
   const bool mlp_skinny = fused_gate_up_silu && gemm->routes_to_skinny(T, 2 * I, H, normed.data(),
                                                                        w.gate_up, act.data());
-  const bool mlp_norm_fused =
-      mlp_skinny && norm_fused(fused_norm_mlp, w.post_norm, 2 * I, w.gate_up, act.data());
+  const bool mlp_norm_fused = mlp_skinny && norm_fits(fused_norm_mlp, w.post_norm);
   if (!mlp_norm_fused) {
     FOLIO_RETURN_IF_ERROR(
         cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
