@@ -154,8 +154,11 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   using namespace tc;
   using L = Cache<T, C>;
   using Mma = typename L::Mma;
-  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
-  pdl_launch_dependents();
+  // The register form starts before pdl_wait (below); the ring form waits first.
+  if (kRing > 0 || !a.early) {
+    pdl_wait();  // pdl.cuh: inputs come from the previous kernel
+    pdl_launch_dependents();
+  }
   extern __shared__ __align__(16) uint4 tc_dyn_smem[];
   float* smem;
   if constexpr (kRing == 0) {
@@ -168,27 +171,23 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   float* wm = red + kWarps * kHeads * kD;
   float* wl = wm + kWarps * kHeads;
 
+  // The step's metadata (context lengths, block tables) and the cache's older tokens come from
+  // the host's upload and from earlier steps, never from the kernels this one may overlap under
+  // programmatic launch: the register form reads them, and issues its first chunk's K/V loads,
+  // before pdl_wait. Only q and this step's own token (position ctx - 1, just written by
+  // qkv_post) must follow it.
   DecodeBlockSpan sp;
-  if (!decode_block_span(a, kHeads, sp)) return;
+  if (!decode_block_span(a, kHeads, sp)) {
+    if constexpr (kRing == 0) {
+      pdl_wait();
+      pdl_launch_dependents();
+    }
+    return;
+  }
   const int kvh = sp.kvh, s = sp.s, part = sp.part, nparts = sp.nparts, start = sp.start, n = sp.n;
   const int gcount = sp.gcount, h0 = sp.h0, row = sp.row;
   const int32_t* table = sp.table;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-
-  // Q's A fragments (rows g + 8 are zero: a[1] = a[3] = 0), the summed dims permuted as K's.
-  uint32_t qa0[8], qa2[8];
-  {
-    const T* q = a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + min(g, gcount - 1)) * kD;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int d = L::kdim(j, t);
-      float f[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) f[e] = g < gcount ? to_float(q[d + e]) : 0.f;
-      qa0[j] = pack2<Mma>(f[0], f[1]);
-      qa2[j] = pack2<Mma>(f[2], f[3]);
-    }
-  }
 
   const C* k_cache = reinterpret_cast<const C*>(a.k_cache);  // offsets below count elements
   const C* v_cache = reinterpret_cast<const C*>(a.v_cache);
@@ -221,6 +220,21 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
       const int sl = __shfl_sync(0xffffffffu, slot_lane, 4 * t + x);
 #pragma unroll
       for (int c = 0; c < L::kVLoads; ++c) r.v[x][c] = load(v_cache, sl, L::v_load_elem(c, g));
+    }
+  };
+
+  // Q's A fragments (rows g + 8 are zero: a[1] = a[3] = 0), the summed dims permuted as K's.
+  uint32_t qa0[8], qa2[8];
+  auto load_q = [&] {
+    const T* q = a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + min(g, gcount - 1)) * kD;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int d = L::kdim(j, t);
+      float f[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f[e] = g < gcount ? to_float(q[d + e]) : 0.f;
+      qa0[j] = pack2<Mma>(f[0], f[1]);
+      qa2[j] = pack2<Mma>(f[2], f[3]);
     }
   };
 
@@ -282,6 +296,34 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
     slot_next = slot_of(c + 2 * kWarps);
     compute(cur, c);
   };
+  // The register forms: the warp's first chunk is loaded before pdl_wait, this step's token
+  // (local index `fresh`, in the last partition) aside; after the wait the lanes that hold its
+  // K/V pieces read them from L2 (ld.global.cg: the token's lines were never loaded here, and
+  // .cg would not return a stale L1 copy if they had been), and q is loaded.
+  auto first_chunk_then_wait = [&](ChunkRegs<T, C>& r) {
+    const int fresh = a.early && start + n == a.context_lens[s] ? n - 1 : -1;
+    const int fresh_row = fresh >= 0 && fresh / kChunk == warp ? fresh % kChunk : -1;
+    const int slot0 = slot_of(warp);
+    issue(r, lane == fresh_row ? -1 : slot0);
+    pdl_wait();  // pdl.cuh: q and this step's K/V come from the previous kernels
+    pdl_launch_dependents();
+    load_q();
+    if (fresh_row < 0) return;  // warp-uniform
+    const int sl = __shfl_sync(0xffffffffu, slot0, fresh_row);
+    auto cg = [&](const C* base, int elem) {
+      return __ldcg(reinterpret_cast<const uint4*>(base + sl * slot_stride + head_off + elem));
+    };
+#pragma unroll
+    for (int x = 0; x < 2; ++x)
+      if (pg + 2 * x == fresh_row)
+#pragma unroll
+        for (int q = 0; q < L::kKLoads; ++q) r.k[x][q] = cg(k_cache, L::k_load_elem(q, t));
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+      if (4 * t + x == fresh_row)
+#pragma unroll
+        for (int c = 0; c < L::kVLoads; ++c) r.v[x][c] = cg(v_cache, L::v_load_elem(c, g));
+  };
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
   // (no register copies; 240 registers, 2 blocks per SM); an fp8 cache from 3 blocks per SM,
   // which only the copying loop fits (166 registers: 3 x 128 x 166 <= 65536).
@@ -321,6 +363,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
 #pragma unroll
         for (int j = 0; j < L::kVLoads; ++j, ++q) r.v[x][j] = src[q * 32];
     };
+    load_q();
     // Chunks warp + i kWarps, i < kRing - 1, in flight before the loop; iteration i issues
     // chunk i + kRing - 1 into the stage iteration i - 1 read (past the end: zeros, no reads).
 #pragma unroll
@@ -339,7 +382,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
     __syncthreads();
   } else if constexpr (sizeof(C) == 1) {
     ChunkRegs<T, C> cur;
-    issue(cur, slot_of(warp));
+    first_chunk_then_wait(cur);
 #pragma unroll 1
     for (int c = warp; c < nch; c += kWarps) {  // warp-uniform
       ChunkRegs<T, C> nxt;
@@ -348,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
     }
   } else {
     ChunkRegs<T, C> ra, rb;
-    issue(ra, slot_of(warp));
+    first_chunk_then_wait(ra);
 #pragma unroll 1
     for (int c = warp; c < nch; c += 2 * kWarps) {  // warp-uniform
       step(ra, rb, c);

@@ -69,6 +69,7 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   int num_heads, num_kv_heads, head_dim, block_size, num_chunks, partition_size, max_partitions;
   int refine_partitions;  // DecodePlan::refine_partitions
   float scale_log2;       // scale * log2(e)
+  int early;              // pdl_early_reads(): tc and the merge read metadata before pdl_wait
 };
 
 // A sequence's partition size and count, from its device-side context length: the plan's size,
@@ -102,6 +103,7 @@ V2Args<T> make_v2_args(const PagedAttentionParams& p, const DecodePlan& plan,
   a.partition_size = plan.partition_size;
   a.max_partitions = plan.max_partitions;
   a.refine_partitions = plan.refine_partitions ? 1 : 0;
+  a.early = pdl_early_reads() ? 1 : 0;
   a.scale_log2 = p.scale * kLog2e;
   return a;
 }
@@ -411,11 +413,12 @@ __global__ void __launch_bounds__(kThreads, VPL == 2 ? 3 : 1) decode_v2_kernel(V
 // number of partitions comes from the device-side context length, as in the main kernel.
 template <typename T>
 __global__ void decode_v2_merge_kernel(V2Args<T> a) {
-  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
-  pdl_launch_dependents();
+  if (!a.early) pdl_wait();  // FOLIO_PDL_EARLY=0: everything after the wait
   const int h = blockIdx.x, s = blockIdx.y;
-  const int D = a.head_dim, ctx = a.context_lens[s];
+  const int D = a.head_dim, ctx = a.context_lens[s];  // the host's upload: read before the wait
   const int nparts = sequence_partitions(a, ctx, sequence_partition_size(a, ctx));
+  pdl_wait();  // pdl.cuh: the partials come from the previous kernel
+  pdl_launch_dependents();
   if (nparts <= 1) return;  // the main kernel wrote the output
   const int64_t base = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions;
   const float* m = a.ws.m + base;

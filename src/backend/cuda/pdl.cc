@@ -13,4 +13,12 @@ bool pdl_enabled() {
   return on;
 }
 
+bool pdl_early_reads() {
+  static const bool on = [] {
+    const char* e = std::getenv("FOLIO_PDL_EARLY");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on;
+}
+
 }  // namespace folio::cuda

@@ -26,6 +26,7 @@ struct Args {
   T* v_cache;
   int num_heads, num_kv_heads, head_dim;
   float eps;
+  int early;  // pdl_early_reads(): the reads below that need no wait come before it
 };
 
 // grid (num_tokens, ceil((num_heads + 2 * num_kv_heads) / kWarps)); warp w of block (t, y) owns
@@ -36,8 +37,7 @@ struct Args {
 // K and V are rounded to T as for a 16-bit cache, then encoded (what reshape_and_cache writes).
 template <typename T, int N, bool kNorm, bool kFp8>
 __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
-  pdl_wait();  // pdl.cuh: inputs come from the previous kernel
-  pdl_launch_dependents();
+  if (!a.early) pdl_wait();  // FOLIO_PDL_EARLY=0: everything after the wait
   constexpr int P = kMaxHeadDim / (32 * N);
   extern __shared__ float smem[];  // [half] cos, [half] sin, then [kWarps][head_dim] rows
   const int hd = a.head_dim, half = hd / 2;
@@ -54,20 +54,15 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
                                 : q_size + kv_size + (h - rotated) * hd;
   const T* src = a.qkv + static_cast<int64_t>(t) * (q_size + 2 * kv_size) + col;
   const T* w = h < nh ? a.q_norm : a.k_norm;
-  // Every global load (row, bias, norm weights, slot) goes out before the block computes its
-  // cos/sin and waits at the barrier, so their latency overlaps.
-  float v[P][N], wv[P][N];
+  // What no kernel writes (bias, norm weights, the step's slots and positions from the host's
+  // upload) is read, and cos/sin computed, before pdl_wait, overlapping the qkv GEMM's tail; only
+  // the qkv row itself follows it. Every load goes out before the block waits at the barrier.
+  float v[P][N], wv[P][N], bv[P][N];
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const int e = (p * 32 + lane) * N;
     if (live && e < hd) {
-      load_floats<N>(src + e, v[p]);
-      if (a.bias) {  // split_qkv: fp32 add, rounded to T
-        float b[N];
-        load_floats<N>(a.bias + col + e, b);
-#pragma unroll
-        for (int j = 0; j < N; ++j) v[p][j] = to_float(from_float<T>(v[p][j] + b[j]));
-      }
+      if (a.bias) load_floats<N>(a.bias + col + e, bv[p]);
       if (kNorm && h < rotated) load_floats<N>(w + e, wv[p]);
     }
   }
@@ -77,6 +72,19 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
     for (int i = threadIdx.x; i < half; i += blockDim.x)
       rope_cos_sin(pos, a.inv_freq[i], &smem[i], &smem[half + i]);
     __syncthreads();
+  }
+  pdl_wait();  // pdl.cuh: the qkv rows come from the previous kernel
+  pdl_launch_dependents();
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int e = (p * 32 + lane) * N;
+    if (live && e < hd) {
+      load_floats<N>(src + e, v[p]);
+      if (a.bias) {  // split_qkv: fp32 add, rounded to T
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[p][j] = to_float(from_float<T>(v[p][j] + bv[p][j]));
+      }
+    }
   }
   if (!live) return;
   if (h >= rotated) {  // v head: straight to the cache
@@ -183,7 +191,8 @@ void launch(const QkvPostParams& p, void* stream) {
             p.num_heads,
             p.num_kv_heads,
             p.head_dim,
-            p.eps};
+            p.eps,
+            pdl_early_reads() ? 1 : 0};
   const int heads = p.num_heads + 2 * p.num_kv_heads;
   const dim3 grid(p.num_tokens, (heads + kWarps - 1) / kWarps);
   const size_t smem = sizeof(float) * p.head_dim * (1 + kWarps);
