@@ -115,7 +115,12 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
         gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qkv_n, H, false, stream));
     mark("qkv_gemm");
   }
-  if (fused_qkv_post && hd % 2 == 0 && hd <= 256) {
+  // Decode on kernel tc: the attention kernel does qkv_post's work itself (decode_attention.h).
+  const bool qkv_in_attention = decode && fused_qkv_attn && fused_qkv_post && !config.qk_norm &&
+                                cuda::decode_fuses_qkv_post(*decode);
+  if (qkv_in_attention) {
+    // Nothing to launch: the attention call below takes the raw qkv rows (p.qkv_post).
+  } else if (fused_qkv_post && hd % 2 == 0 && hd <= 256) {
     // split + bias + Qwen3 q/k norm + rope + K/V into the cache, one launch (qkv_post.h:
     // bit-identical to the chain below).
     cuda::QkvPostParams qp;
@@ -171,6 +176,13 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   p.context_lens = d.context_lens;
   p.block_table_start = d.block_table_start;
   p.block_table = d.block_table;
+  if (qkv_in_attention) {
+    p.qkv_post.qkv = qkv.data();
+    p.qkv_post.bias = w.qkv_bias;
+    p.qkv_post.positions = d.positions;
+    p.qkv_post.inv_freq = inv_freq.as<float>();
+    p.qkv_post.slot_mapping = d.slot_mapping;
+  }
   FOLIO_RETURN_IF_ERROR(decode        ? cuda::decode_attention(p, *decode, workspace, stream)
                         : split_mixed ? step_attention(p)
                                       : cuda::prefill_attention(p, *prefill, stream));

@@ -105,6 +105,10 @@ struct CudaLlamaExecutor::Impl {
   void* stream = nullptr;
   // One qkv_post launch instead of split_qkv .. reshape_and_cache (FOLIO_QKV_POST=0: the chain).
   bool fused_qkv_post = true;
+  // All-decode steps whose plan allows it (decode_fuses_qkv_post) and no q/k norm: qkv_post's
+  // work done by the decode attention kernel itself, one launch fewer per layer
+  // (FOLIO_FUSED_QKV_ATTN=0: qkv_post runs).
+  bool fused_qkv_attn = true;
   // At m where gate_up runs on the skinny kernel: silu_and_mul folded into it
   // (skinny_gemm_silu; FOLIO_FUSED_SILU=0: the two launches).
   bool fused_gate_up_silu = true;

@@ -239,6 +239,8 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   auto m = std::make_unique<Impl>();
   m->timer = cuda::StageTimer::from_env();
   if (const char* e = std::getenv("FOLIO_QKV_POST")) m->fused_qkv_post = std::string(e) != "0";
+  if (const char* e = std::getenv("FOLIO_FUSED_QKV_ATTN"))
+    m->fused_qkv_attn = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_SILU"))
     m->fused_gate_up_silu = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {

@@ -14,6 +14,19 @@
 
 namespace folio::cuda {
 
+// Decode with kernel tc only (decode_fuses_qkv_post, decode_attention.h, says where): q and this
+// step's K/V come raw from the qkv projection instead of from qkv_post (qkv_post.h), which then
+// does not run. The attention kernel splits the row, adds the bias, ropes q and the new k, and
+// writes the new K/V into the cache itself, bit for bit as qkv_post would (same rounding points,
+// rope_math.cuh); no q/k norm (Qwen3 keeps qkv_post).
+struct FusedQkvPost {
+  const void* qkv = nullptr;             // [num_tokens, (num_heads + 2 num_kv_heads) head_dim]
+  const void* bias = nullptr;            // [(num_heads + 2 num_kv_heads) head_dim] or null
+  const int32_t* positions = nullptr;    // [num_tokens]
+  const float* inv_freq = nullptr;       // [head_dim / 2], rope's frequencies
+  const int64_t* slot_mapping = nullptr; // [num_tokens], each token's cache slot
+};
+
 struct PagedAttentionParams {
   DType dtype = DType::kBF16;     // q, out (and the cache, unless kv_dtype says otherwise)
   KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // kFp8E4m3: k_cache/v_cache hold e4m3 bytes
@@ -32,6 +45,8 @@ struct PagedAttentionParams {
   const int32_t* context_lens = nullptr;       // [num_seqs]
   const int32_t* block_table_start = nullptr;  // [num_seqs + 1]
   const int32_t* block_table = nullptr;
+  // qkv_post.qkv set: q above is unused and k_cache/v_cache are written (the new token's slot).
+  FusedQkvPost qkv_post;
 };
 
 // Shape checks shared by both kernels (user-reachable through a model config).

@@ -140,6 +140,11 @@ Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_l
       partition_size, kernel);
 }
 
+bool decode_fuses_qkv_post(const DecodePlan& plan) {
+  return plan.kernel == DecodeKernel::kTc && plan.head_dim == 128 && plan.num_kv_heads > 0 &&
+         plan.num_heads % plan.num_kv_heads == 0 && plan.num_heads / plan.num_kv_heads <= 8;
+}
+
 Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, void* workspace,
                         void* stream) {
   FOLIO_RETURN_IF_ERROR(check_attention_params(p));
@@ -159,7 +164,17 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
   if (p.num_seqs > 65535) return invalid_argument("decode_attention: more than 65535 sequences");
   if (plan.workspace_bytes > 0 && workspace == nullptr)
     return invalid_argument("decode_attention: the plan needs a workspace");
-  if (!aligned16(p.q) || !aligned16(p.k_cache) || !aligned16(p.v_cache) || !aligned16(p.out) ||
+  const FusedQkvPost& f = p.qkv_post;
+  if (f.qkv) {
+    if (!decode_fuses_qkv_post(plan))
+      return invalid_argument(
+          "decode_attention: a fused qkv_post needs kernel tc, head_dim 128 and at most 8 q "
+          "heads per KV head");
+    if (!f.positions || !f.inv_freq || !f.slot_mapping)
+      return invalid_argument("decode_attention: a fused qkv_post needs positions, inv_freq "
+                              "and slot_mapping");
+  }
+  if ((!f.qkv && !aligned16(p.q)) || !aligned16(p.k_cache) || !aligned16(p.v_cache) || !aligned16(p.out) ||
       !aligned16(workspace))
     return invalid_argument(
         "decode_attention: q, caches, out and workspace must be 16-byte aligned");

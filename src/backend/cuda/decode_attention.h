@@ -103,6 +103,12 @@ Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_l
                                                  int partition_size = 0,
                                                  DecodeKernel kernel = DecodeKernel::kDefault);
 
+// Whether decode_attention under `plan` takes PagedAttentionParams::qkv_post (q and the new K/V
+// raw from the qkv projection: qkv_post's split, bias, rope and cache write done by the attention
+// blocks, bit for bit, one launch fewer per layer): kernel tc (head_dim 128) with at most 8 q
+// heads per KV head (one block per KV head and partition). Models with a q/k norm keep qkv_post.
+bool decode_fuses_qkv_post(const DecodePlan& plan);
+
 // Every sequence of `p` has exactly one query token (query_start[s+1] - query_start[s] == 1); a
 // mixed batch runs its prefill part through prefill_attention. The plan must cover this batch's
 // context lengths (from them, or from a bound they respect): a sequence longer than the plan's

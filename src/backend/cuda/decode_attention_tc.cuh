@@ -28,96 +28,14 @@
 
 #include <cuda_fp8.h>
 
+#include "backend/cuda/decode_attention_tc_layout.cuh"
+#include "backend/cuda/decode_attention_tc_qkv.cuh"
 #include "backend/cuda/decode_attention_v2.cuh"
 #include "backend/cuda/mma_16816.cuh"
 
 namespace folio::cuda::detail {
 namespace {
 namespace tc {
-
-constexpr int kD = 128;     // head_dim
-constexpr int kHeads = 8;   // q heads per block: the n of O^T's mma
-constexpr int kChunk = 16;  // tokens per warp step
-
-__device__ __forceinline__ uint32_t prmt(uint32_t x, uint32_t y, uint32_t sel) {
-  uint32_t r;
-  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(y), "r"(sel));
-  return r;
-}
-
-// Two e4m3 codes (low byte first) -> f16x2 (low half first), exactly.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t codes16) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes16),
-                                                    __NV_E4M3);
-  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
-}
-
-__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-// The fragment layouts per cache element type. Cache<T, T>: a 16-bit cache, mma in T.
-template <typename T, typename C>
-struct Cache {
-  using Mma = T;
-  static constexpr int kKLoads = 4;  // 16-byte loads per K row per lane (32 dims)
-  static constexpr int kVLoads = 2;  // per V row per lane (16 dims)
-  // First of the 4 dims (2 for a0, 2 for a2) k-step j of lane t sums over.
-  static __device__ __forceinline__ int kdim(int j, int t) { return 8 * (4 * (j / 2) + t) + 4 * (j % 2); }
-  static __device__ __forceinline__ int k_load_elem(int q, int t) { return 8 * (4 * q + t); }
-  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
-                                             uint32_t& b1) {
-    b0 = word(k[j / 2], 2 * (j % 2));
-    b1 = word(k[j / 2], 2 * (j % 2) + 1);
-  }
-  // Lane g's dims of O^T m-tile i: vdim(i, g) (A row g) and vdim + 1 (row g + 8).
-  static __device__ __forceinline__ int vdim(int i, int g) { return 8 * (g + 8 * (i / 4)) + 2 * (i % 4); }
-  static __device__ __forceinline__ int v_load_elem(int c, int g) { return 8 * (g + 8 * c); }
-  // V^T's A fragment of m-tile i from rows r[0..3] (tokens 4t .. 4t + 3).
-  static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
-                                             uint32_t (&a)[4]) {
-    const uint32_t w0 = word(v[0][i / 4], i % 4), w1 = word(v[1][i / 4], i % 4);
-    const uint32_t w2 = word(v[2][i / 4], i % 4), w3 = word(v[3][i / 4], i % 4);
-    a[0] = prmt(w0, w1, 0x5410);
-    a[1] = prmt(w0, w1, 0x7632);
-    a[2] = prmt(w2, w3, 0x5410);
-    a[3] = prmt(w2, w3, 0x7632);
-  }
-};
-
-// An fp8 e4m3 cache: mma in fp16.
-template <typename T>
-struct Cache<T, uint8_t> {
-  using Mma = __half;
-  static constexpr int kKLoads = 2;
-  static constexpr int kVLoads = 1;
-  static __device__ __forceinline__ int kdim(int j, int t) { return 16 * (t + 4 * (j / 4)) + 4 * (j % 4); }
-  static __device__ __forceinline__ int k_load_elem(int q, int t) { return 16 * (t + 4 * q); }
-  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
-                                             uint32_t& b1) {
-    const uint32_t w = word(k[j / 4], j % 4);
-    b0 = e4m3x2_to_f16x2(w & 0xffffu);
-    b1 = e4m3x2_to_f16x2(w >> 16);
-  }
-  static __device__ __forceinline__ int vdim(int i, int g) { return 16 * g + 2 * i; }
-  static __device__ __forceinline__ int v_load_elem(int, int g) { return 16 * g; }
-  static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
-                                             uint32_t (&a)[4]) {
-    const uint32_t sel = i % 2 ? 0x7362 : 0x5140;  // bytes (2h, 2h + 1) of two rows, interleaved
-    const uint32_t x01 = prmt(word(v[0][0], i / 2), word(v[1][0], i / 2), sel);
-    const uint32_t x23 = prmt(word(v[2][0], i / 2), word(v[3][0], i / 2), sel);
-    a[0] = e4m3x2_to_f16x2(x01 & 0xffffu);
-    a[1] = e4m3x2_to_f16x2(x01 >> 16);
-    a[2] = e4m3x2_to_f16x2(x23 & 0xffffu);
-    a[3] = e4m3x2_to_f16x2(x23 >> 16);
-  }
-};
-
-template <typename T, typename C>
-struct ChunkRegs {
-  uint4 k[2][Cache<T, C>::kKLoads];     // K rows pi(g), pi(g) + 2
-  uint4 v[4][Cache<T, C>::kVLoads];     // V rows 4t .. 4t + 3
-};
 
 // Shared memory: the cross-warp partials [kWarps][kHeads][kD], then max and sum [kWarps][kHeads].
 constexpr int kSmemBytes = (kWarps * kHeads * kD + 2 * kWarps * kHeads) * 4;
@@ -174,8 +92,9 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   // The step's metadata (context lengths, block tables) and the cache's older tokens come from
   // the host's upload and from earlier steps, never from the kernels this one may overlap under
   // programmatic launch: the register form reads them, and issues its first chunk's K/V loads,
-  // before pdl_wait. Only q and this step's own token (position ctx - 1, just written by
-  // qkv_post) must follow it.
+  // before pdl_wait. Only q and this step's own token (position ctx - 1, written by qkv_post or,
+  // fused, by this kernel) must follow it.
+  const bool fused = a.qkv != nullptr;  // decode_attention_tc_qkv.cuh
   DecodeBlockSpan sp;
   if (!decode_block_span(a, kHeads, sp)) {
     if constexpr (kRing == 0) {
@@ -196,12 +115,21 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   const int nch = (n + kChunk - 1) / kChunk;
   const int pg = 4 * (g / 2) + g % 2;  // pi(g)
 
-  // Lane L < 16: the slot of token L of chunk c, -1 past the partition's end.
+  auto slot_at = [&](int pos) {
+    const int page = pos / a.block_size;
+    return table[page] * a.block_size + (pos - page * a.block_size);
+  };
+  // This step's token (local index `fresh`, in the last partition; -1 elsewhere or when neither
+  // the early reads nor the fusion are on): never read with the other tokens of its chunk but
+  // afterwards, from L2 (refetch below), once it is written.
+  const int fresh = (a.early || fused) && start + n == a.context_lens[s] ? n - 1 : -1;
+  const int fresh_chunk = fresh >= 0 ? fresh / kChunk : -1, fresh_row = fresh % kChunk;
+  const int fresh_slot = fresh >= 0 ? slot_at(start + fresh) : -1;
+  // Lane L < 16: the slot of token L of chunk c, -1 past the partition's end (and for `fresh`).
   auto slot_of = [&](int c) {
     const int tok = c * kChunk + lane;
-    if (lane >= kChunk || tok >= n) return -1;
-    const int pos = start + tok, page = pos / a.block_size;
-    return table[page] * a.block_size + (pos - page * a.block_size);
+    if (lane >= kChunk || tok >= n || tok == fresh) return -1;
+    return slot_at(start + tok);
   };
   auto load = [&](const C* base, int slot, int elem) {
     return slot >= 0 ? __ldg(reinterpret_cast<const uint4*>(base + slot * slot_stride + head_off +
@@ -225,7 +153,27 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
 
   // Q's A fragments (rows g + 8 are zero: a[1] = a[3] = 0), the summed dims permuted as K's.
   uint32_t qa0[8], qa2[8];
+  __shared__ float rope_cs[kD];  // fused: cos, sin of the token's position (tc::rope_table)
+  auto load_q_fused = [&] {  // dims kdim(j, t) < 64 for j < 4, their partners at j + 4
+    const T* src = tc::qkv_row(a, row);
+    const int head = h0 + min(g, gcount - 1);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int d = L::kdim(j, t);
+      float lo[4], hi[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        tc::roped_q_pair(a, src, head, d + e, rope_cs, lo[e], hi[e]);
+        if (g >= gcount) lo[e] = hi[e] = 0.f;
+      }
+      qa0[j] = pack2<Mma>(lo[0], lo[1]);
+      qa2[j] = pack2<Mma>(lo[2], lo[3]);
+      qa0[j + 4] = pack2<Mma>(hi[0], hi[1]);
+      qa2[j + 4] = pack2<Mma>(hi[2], hi[3]);
+    }
+  };
   auto load_q = [&] {
+    if (fused) return load_q_fused();
     const T* q = a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + min(g, gcount - 1)) * kD;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -291,27 +239,13 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
       mma_16816<Mma>(o[i], va, pb0, pb1);
     }
   };
-  auto step = [&](const ChunkRegs<T, C>& cur, ChunkRegs<T, C>& nxt, int c) {
-    issue(nxt, slot_next);
-    slot_next = slot_of(c + 2 * kWarps);
-    compute(cur, c);
-  };
-  // The register forms: the warp's first chunk is loaded before pdl_wait, this step's token
-  // (local index `fresh`, in the last partition) aside; after the wait the lanes that hold its
-  // K/V pieces read them from L2 (ld.global.cg: the token's lines were never loaded here, and
-  // .cg would not return a stale L1 copy if they had been), and q is loaded.
-  auto first_chunk_then_wait = [&](ChunkRegs<T, C>& r) {
-    const int fresh = a.early && start + n == a.context_lens[s] ? n - 1 : -1;
-    const int fresh_row = fresh >= 0 && fresh / kChunk == warp ? fresh % kChunk : -1;
-    const int slot0 = slot_of(warp);
-    issue(r, lane == fresh_row ? -1 : slot0);
-    pdl_wait();  // pdl.cuh: q and this step's K/V come from the previous kernels
-    pdl_launch_dependents();
-    load_q();
-    if (fresh_row < 0) return;  // warp-uniform
-    const int sl = __shfl_sync(0xffffffffu, slot0, fresh_row);
+  // The lanes that hold `fresh`'s K/V pieces in r (its chunk's registers) read them from L2
+  // (ld.global.cg: the token's lines were never loaded here through L1, and .cg would not return
+  // a stale copy if they had been), once it is written.
+  auto refetch = [&](ChunkRegs<T, C>& r) {
     auto cg = [&](const C* base, int elem) {
-      return __ldcg(reinterpret_cast<const uint4*>(base + sl * slot_stride + head_off + elem));
+      return __ldcg(reinterpret_cast<const uint4*>(base + fresh_slot * slot_stride + head_off +
+                                                   elem));
     };
 #pragma unroll
     for (int x = 0; x < 2; ++x)
@@ -323,6 +257,34 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
       if (4 * t + x == fresh_row)
 #pragma unroll
         for (int c = 0; c < L::kVLoads; ++c) r.v[x][c] = cg(v_cache, L::v_load_elem(c, g));
+  };
+  auto step = [&](const ChunkRegs<T, C>& cur, ChunkRegs<T, C>& nxt, int c) {
+    issue(nxt, slot_next);
+    if (c + kWarps == fresh_chunk) refetch(nxt);  // warp-uniform
+    slot_next = slot_of(c + 2 * kWarps);
+    compute(cur, c);
+  };
+  // Once the previous kernels are done: fused, the last partition's block writes the new K/V
+  // (then syncs, so that its warps may read them) and every block ropes its q; else q is read.
+  const int64_t fresh_new_slot = fused && fresh >= 0 ? a.slot_mapping[row] : -1;
+  if (fused) {  // block-uniform; the host's upload only: before pdl_wait in the register forms
+    tc::rope_table(a, row, rope_cs);
+    __syncthreads();
+  }
+  auto after_wait = [&] {
+    if (fused && fresh >= 0) {  // block-uniform
+      tc::write_new_kv<T, C>(a, row, kvh, rope_cs, fresh_new_slot);
+      __syncthreads();
+    }
+    load_q();
+  };
+  // The register forms: the warp's first chunk is loaded before pdl_wait (`fresh` aside).
+  auto first_chunk_then_wait = [&](ChunkRegs<T, C>& r) {
+    issue(r, slot_of(warp));
+    pdl_wait();  // pdl.cuh: q and this step's K/V come from the previous kernels
+    pdl_launch_dependents();
+    after_wait();
+    if (warp == fresh_chunk) refetch(r);
   };
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
   // (no register copies; 240 registers, 2 blocks per SM); an fp8 cache from 3 blocks per SM,
@@ -363,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
 #pragma unroll
         for (int j = 0; j < L::kVLoads; ++j, ++q) r.v[x][j] = src[q * 32];
     };
-    load_q();
+    after_wait();
     // Chunks warp + i kWarps, i < kRing - 1, in flight before the loop; iteration i issues
     // chunk i + kRing - 1 into the stage iteration i - 1 read (past the end: zeros, no reads).
 #pragma unroll
@@ -376,6 +338,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
       cp_async_wait<kRing - 1>();  // chunk c has landed
       ChunkRegs<T, C> cur;
       ring_read(i % kRing, cur);
+      if (c == fresh_chunk) refetch(cur);  // warp-uniform
       compute(cur, c);
     }
     cp_async_wait<0>();  // the zero fills past the end, before the partials reuse the ring

@@ -1,0 +1,103 @@
+// Decode kernel tc's register layouts (decode_attention_tc.cuh): which dims and tokens each
+// lane's 16-byte loads of K and V hold, and how they become mma.m16n8k16 fragments, for a 16-bit
+// cache (Cache<T, T>: mma in T) and an fp8 e4m3 cache (Cache<T, uint8_t>: pairs converted to
+// f16x2 exactly, mma in fp16). The kernel's header comment gives the derivation.
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_common.cuh"
+
+namespace folio::cuda::detail {
+namespace {
+namespace tc {
+
+constexpr int kD = 128;     // head_dim
+constexpr int kHeads = 8;   // q heads per block: the n of O^T's mma
+constexpr int kChunk = 16;  // tokens per warp step
+
+__device__ __forceinline__ uint32_t prmt(uint32_t x, uint32_t y, uint32_t sel) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(y), "r"(sel));
+  return r;
+}
+
+// Two e4m3 codes (low byte first) -> f16x2 (low half first), exactly.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t codes16) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes16),
+                                                    __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// The fragment layouts per cache element type. Cache<T, T>: a 16-bit cache, mma in T.
+template <typename T, typename C>
+struct Cache {
+  using Mma = T;
+  static constexpr int kKLoads = 4;  // 16-byte loads per K row per lane (32 dims)
+  static constexpr int kVLoads = 2;  // per V row per lane (16 dims)
+  // First of the 4 dims (2 for a0, 2 for a2) k-step j of lane t sums over.
+  static __device__ __forceinline__ int kdim(int j, int t) { return 8 * (4 * (j / 2) + t) + 4 * (j % 2); }
+  static __device__ __forceinline__ int k_load_elem(int q, int t) { return 8 * (4 * q + t); }
+  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
+                                             uint32_t& b1) {
+    b0 = word(k[j / 2], 2 * (j % 2));
+    b1 = word(k[j / 2], 2 * (j % 2) + 1);
+  }
+  // Lane g's dims of O^T m-tile i: vdim(i, g) (A row g) and vdim + 1 (row g + 8).
+  static __device__ __forceinline__ int vdim(int i, int g) { return 8 * (g + 8 * (i / 4)) + 2 * (i % 4); }
+  static __device__ __forceinline__ int v_load_elem(int c, int g) { return 8 * (g + 8 * c); }
+  // V^T's A fragment of m-tile i from rows r[0..3] (tokens 4t .. 4t + 3).
+  static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
+                                             uint32_t (&a)[4]) {
+    const uint32_t w0 = word(v[0][i / 4], i % 4), w1 = word(v[1][i / 4], i % 4);
+    const uint32_t w2 = word(v[2][i / 4], i % 4), w3 = word(v[3][i / 4], i % 4);
+    a[0] = prmt(w0, w1, 0x5410);
+    a[1] = prmt(w0, w1, 0x7632);
+    a[2] = prmt(w2, w3, 0x5410);
+    a[3] = prmt(w2, w3, 0x7632);
+  }
+};
+
+// An fp8 e4m3 cache: mma in fp16.
+template <typename T>
+struct Cache<T, uint8_t> {
+  using Mma = __half;
+  static constexpr int kKLoads = 2;
+  static constexpr int kVLoads = 1;
+  static __device__ __forceinline__ int kdim(int j, int t) { return 16 * (t + 4 * (j / 4)) + 4 * (j % 4); }
+  static __device__ __forceinline__ int k_load_elem(int q, int t) { return 16 * (t + 4 * q); }
+  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
+                                             uint32_t& b1) {
+    const uint32_t w = word(k[j / 4], j % 4);
+    b0 = e4m3x2_to_f16x2(w & 0xffffu);
+    b1 = e4m3x2_to_f16x2(w >> 16);
+  }
+  static __device__ __forceinline__ int vdim(int i, int g) { return 16 * g + 2 * i; }
+  static __device__ __forceinline__ int v_load_elem(int, int g) { return 16 * g; }
+  static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
+                                             uint32_t (&a)[4]) {
+    const uint32_t sel = i % 2 ? 0x7362 : 0x5140;  // bytes (2h, 2h + 1) of two rows, interleaved
+    const uint32_t x01 = prmt(word(v[0][0], i / 2), word(v[1][0], i / 2), sel);
+    const uint32_t x23 = prmt(word(v[2][0], i / 2), word(v[3][0], i / 2), sel);
+    a[0] = e4m3x2_to_f16x2(x01 & 0xffffu);
+    a[1] = e4m3x2_to_f16x2(x01 >> 16);
+    a[2] = e4m3x2_to_f16x2(x23 & 0xffffu);
+    a[3] = e4m3x2_to_f16x2(x23 >> 16);
+  }
+};
+
+template <typename T, typename C>
+struct ChunkRegs {
+  uint4 k[2][Cache<T, C>::kKLoads];     // K rows pi(g), pi(g) + 2
+  uint4 v[4][Cache<T, C>::kVLoads];     // V rows 4t .. 4t + 3
+};
+
+}  // namespace tc
+}  // namespace
+}  // namespace folio::cuda::detail
