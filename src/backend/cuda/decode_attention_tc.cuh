@@ -24,6 +24,10 @@
 // Each of the kWarps warps walks every kWarps-th 16-token chunk of the block's partition, the
 // next chunk's K/V loads in flight (registers) while it computes the current one; the slot ids
 // come one chunk further ahead (lane L < 16 looks up token L of a chunk, shuffles distribute).
+// The register forms issue their first chunk before pdl_wait (V2Args::early); this step's token
+// is then masked from the regular loads and re-read from L2 once written. With
+// PagedAttentionParams::qkv_post the blocks do qkv_post's work first (decode_attention_tc_qkv.cuh).
+// Layouts per cache element type: decode_attention_tc_layout.cuh.
 #pragma once
 
 #include <cuda_fp8.h>

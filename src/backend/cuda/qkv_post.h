@@ -3,6 +3,8 @@
 // with the same rounding points as that chain (to dtype after the bias add, after the norm, after
 // rope), the same per-lane summation order as rms_norm's warp-per-row kernel and the same pinned
 // rope arithmetic as rope.cu (rope_math.cuh): the results are bit-identical to the chain.
+// All-decode steps on decode kernel tc skip it: the attention kernel does the same work itself
+// (PagedAttentionParams::qkv_post, decode_attention_tc_qkv.cuh), bit for bit.
 //
 // Shapes (T = num_tokens, q_size = num_heads * head_dim, kv_size = num_kv_heads * head_dim):
 //   qkv          [T, q_size + 2 * kv_size]  the GEMM output, read only
