@@ -174,8 +174,8 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
       return invalid_argument("decode_attention: a fused qkv_post needs positions, inv_freq "
                               "and slot_mapping");
   }
-  if ((!f.qkv && !aligned16(p.q)) || !aligned16(p.k_cache) || !aligned16(p.v_cache) || !aligned16(p.out) ||
-      !aligned16(workspace))
+  if ((!f.qkv && !aligned16(p.q)) || !aligned16(p.k_cache) || !aligned16(p.v_cache) ||
+      !aligned16(p.out) || !aligned16(workspace))
     return invalid_argument(
         "decode_attention: q, caches, out and workspace must be 16-byte aligned");
   detail::DecodeWorkspace ws;

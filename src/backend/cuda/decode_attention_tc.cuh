@@ -98,15 +98,9 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   // programmatic launch: the register form reads them, and issues its first chunk's K/V loads,
   // before pdl_wait. Only q and this step's own token (position ctx - 1, written by qkv_post or,
   // fused, by this kernel) must follow it.
-  const bool fused = a.qkv != nullptr;  // decode_attention_tc_qkv.cuh
+  const bool fused = a.qkv_post.qkv != nullptr;  // decode_attention_tc_qkv.cuh
   DecodeBlockSpan sp;
-  if (!decode_block_span(a, kHeads, sp)) {
-    if constexpr (kRing == 0) {
-      pdl_wait();
-      pdl_launch_dependents();
-    }
-    return;
-  }
+  if (!decode_block_span(a, kHeads, sp)) return;  // no work: nothing read or written after
   const int kvh = sp.kvh, s = sp.s, part = sp.part, nparts = sp.nparts, start = sp.start, n = sp.n;
   const int gcount = sp.gcount, h0 = sp.h0, row = sp.row;
   const int32_t* table = sp.table;
@@ -270,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   };
   // Once the previous kernels are done: fused, the last partition's block writes the new K/V
   // (then syncs, so that its warps may read them) and every block ropes its q; else q is read.
-  const int64_t fresh_new_slot = fused && fresh >= 0 ? a.slot_mapping[row] : -1;
+  const int64_t fresh_new_slot = fused && fresh >= 0 ? a.qkv_post.slot_mapping[row] : -1;
   if (fused) {  // block-uniform; the host's upload only: before pdl_wait in the register forms
     tc::rope_table(a, row, rope_cs);
     __syncthreads();

@@ -22,21 +22,23 @@ static_assert(kThreads == 2 * kHalf, "one thread per K pair and per V pair");
 template <typename T>
 __device__ __forceinline__ float qkv_value(const V2Args<T>& a, const T* row_qkv, int col) {
   const float v = to_float(row_qkv[col]);
-  return a.qkv_bias ? to_float(from_float<T>(v + to_float(a.qkv_bias[col]))) : v;
+  const T* bias = static_cast<const T*>(a.qkv_post.bias);
+  return bias ? to_float(from_float<T>(v + to_float(bias[col]))) : v;
 }
 
 template <typename T>
 __device__ __forceinline__ const T* qkv_row(const V2Args<T>& a, int row) {
-  return a.qkv + static_cast<int64_t>(row) * (a.num_heads + 2 * a.num_kv_heads) * 128;
+  return static_cast<const T*>(a.qkv_post.qkv) +
+         static_cast<int64_t>(row) * (a.num_heads + 2 * a.num_kv_heads) * 128;
 }
 
 // cs[i] = cos, cs[kHalf + i] = sin of position positions[row] at frequency i (all threads; the
 // caller syncs). Reads only the host's upload: may run before pdl_wait.
 template <typename T>
 __device__ __forceinline__ void rope_table(const V2Args<T>& a, int row, float* cs) {
-  const int32_t pos = a.positions[row];
+  const int32_t pos = a.qkv_post.positions[row];
   for (int i = threadIdx.x; i < kHalf; i += blockDim.x)
-    rope_cos_sin(pos, a.inv_freq[i], &cs[i], &cs[kHalf + i]);
+    rope_cos_sin(pos, a.qkv_post.inv_freq[i], &cs[i], &cs[kHalf + i]);
 }
 
 // Writes KV head kvh's K (roped) and V of token `row` into cache slot `slot` (< 0: none, as
@@ -48,7 +50,9 @@ __device__ __forceinline__ void write_new_kv(const V2Args<T>& a, int row, int kv
   const int q_size = a.num_heads * 128, kv_size = a.num_kv_heads * 128;
   const T* src = qkv_row(a, row);
   const int64_t off = slot * kv_size + static_cast<int64_t>(kvh) * 128;
-  auto put = [&](void* cache, int d, float v) {  // v is a T value
+  // The caches are read-only to attention everywhere else; here they take this step's token.
+  auto put = [&](const void* cache_ro, int d, float v) {  // v is a T value
+    void* cache = const_cast<void*>(cache_ro);
     if constexpr (sizeof(C) == 1) {
       const float in[1] = {v};
       store_e4m3<1>(static_cast<uint8_t*>(cache) + off + d, in);
@@ -61,12 +65,12 @@ __device__ __forceinline__ void write_new_kv(const V2Args<T>& a, int row, int kv
     const int col = q_size + kvh * 128;
     const float lo = qkv_value(a, src, col + i), hi = qkv_value(a, src, col + kHalf + i);
     const float c = cs[i], s = cs[kHalf + i];
-    put(a.k_out, i, to_float(from_float<T>(rope_lo(lo, hi, c, s))));
-    put(a.k_out, kHalf + i, to_float(from_float<T>(rope_hi(lo, hi, c, s))));
+    put(a.k_cache, i, to_float(from_float<T>(rope_lo(lo, hi, c, s))));
+    put(a.k_cache, kHalf + i, to_float(from_float<T>(rope_hi(lo, hi, c, s))));
   } else {
     const int col = q_size + kv_size + kvh * 128, d = 2 * (i - kHalf);
-    put(a.v_out, d, qkv_value(a, src, col + d));
-    put(a.v_out, d + 1, qkv_value(a, src, col + d + 1));
+    put(a.v_cache, d, qkv_value(a, src, col + d));
+    put(a.v_cache, d + 1, qkv_value(a, src, col + d + 1));
   }
 }
 

@@ -70,15 +70,7 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   int refine_partitions;  // DecodePlan::refine_partitions
   float scale_log2;       // scale * log2(e)
   int early;              // pdl_early_reads(): tc and the merge read metadata before pdl_wait
-  // tc with PagedAttentionParams::qkv_post (fused when qkv != nullptr): q and the new K/V come
-  // from the raw qkv rows; the kernel writes the new K/V (k_out, v_out: the caches again).
-  const T* qkv;
-  const T* qkv_bias;
-  const int32_t* positions;
-  const float* inv_freq;
-  const int64_t* slot_mapping;
-  void* k_out;
-  void* v_out;
+  FusedQkvPost qkv_post;  // tc only, fused when qkv_post.qkv is set (decode_attention_tc_qkv.cuh)
 };
 
 // A sequence's partition size and count, from its device-side context length: the plan's size,
@@ -113,13 +105,7 @@ V2Args<T> make_v2_args(const PagedAttentionParams& p, const DecodePlan& plan,
   a.max_partitions = plan.max_partitions;
   a.refine_partitions = plan.refine_partitions ? 1 : 0;
   a.early = pdl_early_reads() ? 1 : 0;
-  a.qkv = static_cast<const T*>(p.qkv_post.qkv);
-  a.qkv_bias = static_cast<const T*>(p.qkv_post.bias);
-  a.positions = p.qkv_post.positions;
-  a.inv_freq = p.qkv_post.inv_freq;
-  a.slot_mapping = p.qkv_post.slot_mapping;
-  a.k_out = const_cast<void*>(p.k_cache);  // written only when fused
-  a.v_out = const_cast<void*>(p.v_cache);
+  a.qkv_post = p.qkv_post;
   a.scale_log2 = p.scale * kLog2e;
   return a;
 }
