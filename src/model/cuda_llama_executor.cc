@@ -10,6 +10,7 @@
 #include "backend/cuda/rms_norm.h"
 #include "backend/cuda/rope.h"
 #include "backend/cuda/silu_and_mul.h"
+#include "backend/cuda/decode_mlp.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/split_qkv.h"
 #include "base/log.h"
@@ -187,6 +188,27 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
                         : split_mixed ? step_attention(p)
                                       : cuda::prefill_attention(p, *prefill, stream));
   mark(decode ? "attn_decode" : "attn_prefill");
+  if (decode && T == 1 && shard.world == 1 && decode_mlp && fused_gate_up_silu) {
+    cuda::DecodeMlpParams mp;
+    mp.dtype = dt;
+    mp.hidden = H;
+    mp.inter = I;
+    mp.attn_width = qs;
+    mp.attn = attn.data();
+    mp.w_o = w.o_proj;
+    mp.post_norm = w.post_norm;
+    mp.eps = eps;
+    mp.w_gate_up = w.gate_up;
+    mp.w_down = w.down;
+    mp.x = x.data();
+    mp.act = act.data();
+    mp.sync = mlp_sync.as<unsigned>() + static_cast<size_t>(l) * cuda::kDecodeMlpSyncWords;
+    if (cuda::decode_mlp_supported(mp) && gemm->routes_to_skinny(T, H, qs, mp.attn, mp.w_o, mp.x)) {
+      FOLIO_RETURN_IF_ERROR(cuda::decode_mlp(mp, stream));
+      mark("decode_mlp");
+      return Status();
+    }
+  }
   // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
   // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
   const bool residual = shard.rank == 0;

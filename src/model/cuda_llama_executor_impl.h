@@ -116,6 +116,11 @@ struct CudaLlamaExecutor::Impl {
   // (skinny_gemm.h's fused norm, bit-identical). FOLIO_FUSED_NORM=0 | qkv | all.
   bool fused_norm_qkv = true;
   bool fused_norm_mlp = false;
+  // Batch-1 decode, one rank, FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch
+  // (decode_mlp.h, bit-identical to the skinny launches). Off by default: slower on the H100
+  // (B3 6.3 against 5.7 ms, NOTES.md "B3, session 11"). Its counters: mlp_sync.
+  bool decode_mlp = false;
+  cuda::DeviceBuffer mlp_sync;
 
   // CUDA graphs of decode steps (cuda_llama_graphs.cc), one per batch-size bucket: captured on
   // the second step of a bucket (the first, eager, creates the GEMM plans), replayed after.

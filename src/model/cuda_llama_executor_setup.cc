@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/cuda/attention_params.h"
+#include "backend/cuda/decode_mlp.h"
 #include "backend/cuda/memory_info.h"
 #include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
@@ -146,6 +147,10 @@ Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int ma
   // With TP the profiling forward is collective: every rank must have got this far.
   FOLIO_RETURN_IF_ERROR(m.tp_barrier(load_and_allocate(m, ck, max_len)));
   const ModelConfig& c = m.config;
+  // decode_mlp's grid-barrier counters, one set per layer, zero between launches.
+  FOLIO_RETURN_IF_ERROR(
+      ensure_device(m.mlp_sync, sizeof(unsigned) * cuda::kDecodeMlpSyncWords * c.num_layers));
+  FOLIO_RETURN_IF_ERROR(cuda::memset_async(m.mlp_sync.data(), 0, m.mlp_sync.bytes()));
   const int tokens = std::min(m.options.max_num_batched_tokens, m.options.max_num_seqs * max_len);
   // The profiling forward: the largest prefill step over a zeroed one-layer scratch cache.
   ForwardBatch b = profile_batch(tokens, max_len, m.options.max_num_seqs, m.kv.block_size);
@@ -243,6 +248,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
     m->fused_qkv_attn = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_SILU"))
     m->fused_gate_up_silu = std::string(e) != "0";
+  if (const char* e = std::getenv("FOLIO_DECODE_MLP")) m->decode_mlp = std::string(e) == "1";
   if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {
     const std::string v = e;
     if (v != "0" && v != "qkv" && v != "all")

@@ -233,5 +233,40 @@ INSTANTIATE_TEST_SUITE_P(
                            KvCacheDtype::kFp8E4m3}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
+// FOLIO_DECODE_MLP=1 (decode_mlp.h: o_proj .. down in one persistent launch at batch-1
+// decode) against the default launches, on a model wide enough for it (hidden 1024: the fused
+// norm's range): every batch-1 decode step's logits must be the same bits.
+TEST(CudaDecodeMlp, BatchOneDecodeStepsGiveTheSameLogits) {
+  FOLIO_REQUIRE_GPU();
+  TinyModelSpec s = spec("LlamaForCausalLM", 8, 2, 128, false);
+  s.hidden = 1024;
+  s.inter = 2816;
+  const std::string dir = testing::write_tiny_checkpoint(s);
+  auto config = ModelConfig::load(dir);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  auto ck = Checkpoint::open(dir);
+  ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+  CudaExecutorOptions o;
+  o.block_size = 16;
+  o.num_blocks = 64;
+  o.max_num_batched_tokens = 256;
+  o.max_model_len = 512;
+  setenv("FOLIO_DECODE_MLP", "1", 1);
+  auto fused = CudaLlamaExecutor::create(*config, &*ck, o);
+  setenv("FOLIO_DECODE_MLP", "0", 1);
+  auto separate = CudaLlamaExecutor::create(*config, &*ck, o);
+  unsetenv("FOLIO_DECODE_MLP");
+  ASSERT_TRUE(fused.ok()) << fused.status().to_string();
+  ASSERT_TRUE(separate.ok()) << separate.status().to_string();
+  const int V = config->vocab_size;
+  TwinRunner r(**fused, **separate, o.block_size, o.num_blocks, 3);
+  const int s0 = r.add(29, V);
+  EXPECT_EQ(r.step({{s0, 29}}), 0.0) << "prefill (not fused: the same kernels)";
+  for (int step = 0; step < 6; ++step) {
+    r.append_token(s0, V);
+    EXPECT_EQ(r.step({{s0, 1}}), 0.0) << "decode step " << step;
+  }
+}
+
 }  // namespace
 }  // namespace folio

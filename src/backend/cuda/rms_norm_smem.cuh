@@ -19,15 +19,18 @@ namespace folio::cuda {
 inline constexpr int kSmemNormMaxRows = 4;
 inline constexpr int kSmemNormMaxDim = 8192;
 
-// x [M, dim] (global) -> xs [M, dim] (shared), normalised with weight [dim] and eps. Every
-// thread of the block must call it (it has block barriers); xs is complete on return.
+// x [M, dim] (global) -> xs [M, dim] (shared), normalised with weight [dim] and eps, by a group
+// of `warps` warps (this thread's warp is `warp` of them) that `sync()` makes wait for each
+// other: every thread of the group must call it; xs is complete on return. x is read with plain
+// loads (coherent: it may have been written earlier in the same kernel by other blocks).
 // dim % 8 == 0, dim <= kSmemNormMaxDim, x and weight 16-byte aligned.
-template <typename T, int M>
-__device__ __forceinline__ void rms_norm_rows_to_smem(const T* x, const T* weight, T* xs, int dim,
-                                                      float eps) {
+template <typename T, int M, typename Sync>
+__device__ __forceinline__ void rms_norm_rows_to_smem_group(const T* x, const T* weight, T* xs,
+                                                            int dim, float eps, int warp,
+                                                            int warps, Sync sync) {
   static_assert(M >= 1 && M <= kSmemNormMaxRows, "rows");
   __shared__ float partial[M][32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  const int lane = threadIdx.x % 32;
   const int packs = dim / 8, vwarps = (packs + 31) / 32;
 #pragma unroll
   for (int m = 0; m < M; ++m) {
@@ -45,7 +48,7 @@ __device__ __forceinline__ void rms_norm_rows_to_smem(const T* x, const T* weigh
       if (lane == 0) partial[m][vw] = ss;
     }
   }
-  __syncthreads();
+  sync();
 #pragma unroll
   for (int m = 0; m < M; ++m) {
     const float t = lane < vwarps ? partial[m][lane] : 0.f;
@@ -62,7 +65,15 @@ __device__ __forceinline__ void rms_norm_rows_to_smem(const T* x, const T* weigh
       }
     }
   }
-  __syncthreads();
+  sync();
+}
+
+// The same by the whole block (it has block barriers).
+template <typename T, int M>
+__device__ __forceinline__ void rms_norm_rows_to_smem(const T* x, const T* weight, T* xs, int dim,
+                                                      float eps) {
+  rms_norm_rows_to_smem_group<T, M>(x, weight, xs, dim, eps, threadIdx.x / 32, blockDim.x / 32,
+                                    [] { __syncthreads(); });
 }
 
 }  // namespace folio::cuda
