@@ -17,7 +17,7 @@ carry_stage() {
   rm -rf "$carry" && mkdir -p "$carry"
   cp "$build/tests/cuda/folio_cuda_tests" "$build/src/tools/folio" "$carry/"
   strip "$carry/folio_cuda_tests" "$carry/folio"
-  tar -C "$carry" -cf - folio folio_cuda_tests | xz -T2 -6 >"$carry/bins.tar.xz"
+  tar -C "$carry" -cf - folio folio_cuda_tests | xz -T2 -9e >"$carry/bins.tar.xz"
   rm "$carry/folio" "$carry/folio_cuda_tests"
   pwd >"$carry/source_dir"
   local libs
@@ -25,7 +25,7 @@ carry_stage() {
   ldd "$build/tests/cuda/folio_cuda_tests" "$build/src/tools/folio" | awk '/=> \// {print $3}' |
     grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart|libnccl' |
     sort -u | xargs -I{} cp -L {} "$libs/"
-  tar -C "$libs" -cJf "$carry/libs.tar.xz" . && rm -rf "$libs"
+  tar -C "$libs" -cf - . | xz -9e >"$carry/libs.tar.xz" && rm -rf "$libs"
   du -sh "$carry"
 }
 

@@ -18,10 +18,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <initializer_list>
 #include <mutex>
-#include <string>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/decode_mlp.h"
@@ -38,10 +36,9 @@ namespace {
 constexpr int kChunkPacks = 256;  // 4 KiB of weights per ring slot
 constexpr int kChunkBytes = 16 * kChunkPacks;
 
-// W warps per block, each with a ring of S chunks. The default, 8 x 4: 16 KiB in flight per warp,
-// 128 KiB per SM; FOLIO_DECODE_MLP_RING=8x6 or 8x3 picks another (for measurements). On the H100
-// (DecodeMlpBench, Llama-3-8B layer) 8x4 took 144.5 us, 8x3 145.1, 8x6 154.5, 16x3 151.3 and
-// 4x12 171.7: more bytes in flight per SM is slower past 128 KiB.
+// W warps per block, each with a ring of S chunks: 8 x 4, 16 KiB in flight per warp, 128 KiB per
+// SM. On the H100 (DecodeMlpBench, a Llama-3-8B layer) 8x4 took 144.5 us, 8x3 145.1, 8x6 154.5,
+// 16x3 151.3 and 4x12 171.7: more bytes in flight per SM is slower past 128 KiB.
 template <int W, int S>
 struct RingShape {
   static constexpr int kWarps = W, kSlots = S, kThreads = 32 * W;
@@ -313,18 +310,8 @@ Result<DeviceLimits> device_limits() {
   return d;
 }
 
-// The largest ring of the shapes below.
-constexpr int kMaxRingBytes = 192 * 1024;
-
-// FOLIO_DECODE_MLP_RING (measurements): 8x6 -> 1, 8x3 -> 2, else 0 (8x4).
-int ring_from_env() {
-  static const int v = [] {
-    const char* e = std::getenv("FOLIO_DECODE_MLP_RING");
-    const std::string r = e ? e : "";
-    return r == "8x6" ? 1 : r == "8x3" ? 2 : 0;
-  }();
-  return v;
-}
+// The ring of the shape launch() takes.
+constexpr int kMaxRingBytes = RingShape<8, 4>::kRingBytes;
 
 template <typename T, typename Sh>
 Status launch(const DecodeMlpParams& p, const DeviceLimits& lim, void* stream) {
@@ -368,11 +355,7 @@ Status decode_mlp(const DecodeMlpParams& p, void* stream) {
   if (fixed_smem(p) + kMaxRingBytes + 1024 > lim.smem_optin)
     return invalid_argument("decode_mlp: the input vector leaves no room for the ring");
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&]() -> Status {
-    switch (ring_from_env()) {
-      case 1: return launch<T, RingShape<8, 6>>(p, lim, stream);
-      case 2: return launch<T, RingShape<8, 3>>(p, lim, stream);
-      default: return launch<T, RingShape<8, 4>>(p, lim, stream);
-    }
+    return launch<T, RingShape<8, 4>>(p, lim, stream);
   });
 }
 
