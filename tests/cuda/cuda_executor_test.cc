@@ -235,7 +235,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // FOLIO_DECODE_MLP=1 (decode_mlp.h: o_proj .. down in one persistent launch at batch-1
 // decode) against the default launches, on a model wide enough for it (hidden 1024: the fused
-// norm's range): every batch-1 decode step's logits must be the same bits.
+// norm's range): every batch-1 decode step's logits must be the same bits, eager and replayed
+// from a CUDA graph.
 TEST(CudaDecodeMlp, BatchOneDecodeStepsGiveTheSameLogits) {
   FOLIO_REQUIRE_GPU();
   TinyModelSpec s = spec("LlamaForCausalLM", 8, 2, 128, false);
@@ -266,6 +267,7 @@ TEST(CudaDecodeMlp, BatchOneDecodeStepsGiveTheSameLogits) {
     r.append_token(s0, V);
     EXPECT_EQ(r.step({{s0, 1}}), 0.0) << "decode step " << step;
   }
+  EXPECT_GT((*fused)->graph_steps(), 0) << "some decode steps should replay a CUDA graph";
 }
 
 }  // namespace
