@@ -8,9 +8,9 @@
 // fp32 FMAs, then warp_sum: the skinny kernel's order (skinny_gemm.cu), so the rounded results
 // are the same bits.
 //
-// Between phases the blocks meet at a grid barrier (sync[phase] counts the blocks that finished;
-// x's rows are read back with coherent loads after it). The last block out zeroes the counters
-// for the next launch.
+// Between phases the blocks meet at a grid barrier (sync[0] after o_proj, sync[1] after gate_up:
+// each counts the blocks that got there; x and act are read back with coherent loads after it).
+// sync[2] counts the blocks done; the last one zeroes the three for the next launch.
 //
 // Measured and replaced (H100, session 11): one producer warp filling every warp's ring by 1-D
 // TMA bulk copies (cp.async.bulk, mbarriers) streamed only 2.0 TB/s without any math and 1.57
