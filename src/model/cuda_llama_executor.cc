@@ -4,13 +4,13 @@
 #include <cstring>
 #include <string>
 
+#include "backend/cuda/decode_mlp.h"
 #include "backend/cuda/embedding.h"
 #include "backend/cuda/kv_cache_ops.h"
 #include "backend/cuda/qkv_post.h"
 #include "backend/cuda/rms_norm.h"
 #include "backend/cuda/rope.h"
 #include "backend/cuda/silu_and_mul.h"
-#include "backend/cuda/decode_mlp.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/split_qkv.h"
 #include "base/log.h"
@@ -189,25 +189,9 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
                                       : cuda::prefill_attention(p, *prefill, stream));
   mark(decode ? "attn_decode" : "attn_prefill");
   if (decode && T == 1 && shard.world == 1 && decode_mlp && fused_gate_up_silu) {
-    cuda::DecodeMlpParams mp;
-    mp.dtype = dt;
-    mp.hidden = H;
-    mp.inter = I;
-    mp.attn_width = qs;
-    mp.attn = attn.data();
-    mp.w_o = w.o_proj;
-    mp.post_norm = w.post_norm;
-    mp.eps = eps;
-    mp.w_gate_up = w.gate_up;
-    mp.w_down = w.down;
-    mp.x = x.data();
-    mp.act = act.data();
-    mp.sync = mlp_sync.as<unsigned>() + static_cast<size_t>(l) * cuda::kDecodeMlpSyncWords;
-    if (cuda::decode_mlp_supported(mp) && gemm->routes_to_skinny(T, H, qs, mp.attn, mp.w_o, mp.x)) {
-      FOLIO_RETURN_IF_ERROR(cuda::decode_mlp(mp, stream));
-      mark("decode_mlp");
-      return Status();
-    }
+    bool done = false;
+    FOLIO_RETURN_IF_ERROR(run_decode_mlp(l, done));
+    if (done) return Status();
   }
   // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
   // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
@@ -249,6 +233,32 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   mark("down_gemm");
   FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
   mark("all_reduce");
+  return Status();
+}
+
+// FOLIO_DECODE_MLP=1 at batch-1 decode: o_proj .. down of layer l in one decode_mlp launch,
+// where its shapes and the skinny routing allow (done = false: the caller launches them).
+Status CudaLlamaExecutor::Impl::run_decode_mlp(int l, bool& done) {
+  const CudaLayerWeights& w = weights.layers[l];
+  cuda::DecodeMlpParams mp;
+  mp.dtype = dt;
+  mp.hidden = config.hidden_size;
+  mp.inter = config.intermediate_size;
+  mp.attn_width = config.q_size();
+  mp.attn = attn.data();
+  mp.w_o = w.o_proj;
+  mp.post_norm = w.post_norm;
+  mp.eps = static_cast<float>(config.rms_norm_eps);
+  mp.w_gate_up = w.gate_up;
+  mp.w_down = w.down;
+  mp.x = x.data();
+  mp.act = act.data();
+  mp.sync = mlp_sync.as<unsigned>() + static_cast<size_t>(l) * cuda::kDecodeMlpSyncWords;
+  done = cuda::decode_mlp_supported(mp) &&
+         gemm->routes_to_skinny(1, mp.hidden, mp.attn_width, mp.attn, mp.w_o, mp.x);
+  if (!done) return Status();
+  FOLIO_RETURN_IF_ERROR(cuda::decode_mlp(mp, info, stream));
+  mark("decode_mlp");
   return Status();
 }
 

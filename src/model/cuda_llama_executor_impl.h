@@ -118,7 +118,7 @@ struct CudaLlamaExecutor::Impl {
   bool fused_norm_mlp = false;
   // Batch-1 decode, one rank, FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch
   // (decode_mlp.h, bit-identical to the skinny launches). Off by default: slower on the H100
-  // (B3 6.3 against 5.7 ms, NOTES.md "B3, session 11"). Its counters: mlp_sync.
+  // (B3 6.0 against 5.7 ms, NOTES.md "B3, session 11"). Its counters: mlp_sync.
   bool decode_mlp = false;
   cuda::DeviceBuffer mlp_sync;
 
@@ -178,6 +178,7 @@ struct CudaLlamaExecutor::Impl {
                     void* workspace);
   Status layer(int l, StepShape sh, const StepArrays& d, const CacheView& c,
                const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill, void* workspace);
+  Status run_decode_mlp(int l, bool& done);
   // cuda_llama_graphs.cc.
   Status init_graphs();
   int graph_bucket(int num_seqs) const;  // 0: no graph for this batch

@@ -29,6 +29,8 @@ TEST(DecodeMlpBench, Llama8B) {
   if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time decode_mlp";
   constexpr int H = 4096, I = 14336, A = 4096, kLayers = 4, kCalls = 20;
   const DType dt = DType::kBF16;
+  const auto device = device_info(0);
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
   const size_t layer_elems = static_cast<size_t>(H) * A + 2ull * I * H + static_cast<size_t>(H) * I;
   auto weights = DeviceBuffer::allocate(2 * layer_elems * kLayers);
   auto vecs = DeviceBuffer::allocate(2 * (4 * H + 2 * I) + 64);
@@ -75,7 +77,7 @@ TEST(DecodeMlpBench, Llama8B) {
     p.x = x;
     p.act = act;
     p.sync = static_cast<unsigned*>(sync->data());
-    EXPECT_TRUE(decode_mlp(p, nullptr).ok());
+    EXPECT_TRUE(decode_mlp(p, *device, nullptr).ok());
   });
   const double chain = time_us([&](int c) {
     const uint16_t* w = layer(c);

@@ -130,6 +130,8 @@ TEST_P(DecodeMlpTest, SameBitsAsTheLaunchesItReplaces) {
   FOLIO_REQUIRE_GPU();
   const Shape s = GetParam();
   std::mt19937 rng(11 + s.hidden + s.inter);
+  const auto device = device_info(0);
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
   auto sync = DeviceBuffer::allocate(sizeof(unsigned) * kDecodeMlpSyncWords);
   ASSERT_TRUE(sync.ok());
   FOLIO_ASSERT_OK(memset_async(sync->data(), 0, sizeof(unsigned) * kDecodeMlpSyncWords));
@@ -148,7 +150,7 @@ TEST_P(DecodeMlpTest, SameBitsAsTheLaunchesItReplaces) {
       run_chain(dt, s, l, attn, x_chain, act_chain);
       FOLIO_ASSERT_OK(decode_mlp(
           params(dt, s, l, attn, x_fused, act_fused, static_cast<unsigned*>(sync->data())),
-          nullptr));
+          *device, nullptr));
       const auto got = x_fused.download();
       ASSERT_EQ(got, x_chain.download());
       ASSERT_EQ(act_fused.download(), act_chain.download());
@@ -185,7 +187,7 @@ TEST(DecodeMlp, RefusesWhatItCannotTake) {
   p.attn = p.w_o = p.post_norm = p.w_gate_up = p.w_down = dummy;
   p.x = p.act = dummy;
   EXPECT_TRUE(decode_mlp_supported(p));
-  EXPECT_FALSE(decode_mlp(p, nullptr).ok()) << "null counters";
+  EXPECT_FALSE(decode_mlp(p, DeviceInfo{}, nullptr).ok()) << "null counters";
   DecodeMlpParams q = p;
   q.hidden = 512;  // rms_norm's warp kernel there: another summation order
   EXPECT_FALSE(decode_mlp_supported(q));

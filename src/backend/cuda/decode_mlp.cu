@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
-#include <mutex>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/decode_mlp.h"
@@ -36,14 +35,11 @@ namespace {
 constexpr int kChunkPacks = 256;  // 4 KiB of weights per ring slot
 constexpr int kChunkBytes = 16 * kChunkPacks;
 
-// W warps per block, each with a ring of S chunks: 8 x 4, 16 KiB in flight per warp, 128 KiB per
-// SM. On the H100 (DecodeMlpBench, a Llama-3-8B layer) 8x4 took 144.5 us, 8x3 145.1, 8x6 154.5,
-// 16x3 151.3 and 4x12 171.7: more bytes in flight per SM is slower past 128 KiB.
-template <int W, int S>
-struct RingShape {
-  static constexpr int kWarps = W, kSlots = S, kThreads = 32 * W;
-  static constexpr int kRingBytes = W * S * kChunkBytes;
-};
+// kWarps warps per block, each with a ring of kSlots chunks: 16 KiB in flight per warp, 128 KiB
+// per SM. On the H100 (DecodeMlpBench, a Llama-3-8B layer) 8 x 4 took 144.5 us, 8 x 3 145.1,
+// 8 x 6 154.5, 16 x 3 151.3 and 4 x 12 171.7: more bytes in flight per SM is slower past 128 KiB.
+constexpr int kWarps = 8, kSlots = 4, kThreads = 32 * kWarps;
+constexpr int kRingBytes = kWarps * kSlots * kChunkBytes;
 constexpr int kBlockBarrier = 1;  // named barrier of the block's warps (bar.sync 1: no id clash)
 
 template <typename T>
@@ -100,9 +96,8 @@ struct Phases {
 // ... of a chunk (cp.async) and later reads exactly those, so a lane only ever waits for its own
 // copies: no warp barrier, and the ring runs kSlots chunks ahead of the math, into the next
 // phase's rows while the warp waits at a grid barrier.
-template <typename T, typename Sh>
+template <typename T>
 struct WarpRing {
-  static constexpr int kWarps = Sh::kWarps, kSlots = Sh::kSlots;
   uint4* slots;             // [kSlots][kChunkPacks]
   int phase = 0, i = 0, k = 0;  // the next chunk to copy: unit warp + kWarps i of phase, chunk k
   uint32_t issued = 0;
@@ -140,13 +135,13 @@ struct WarpRing {
 // acc += this lane's share of the warp's chunk j (packs lane, lane + 32, ... of `packs`) against
 // the input packs xs (the row's packs from the chunk's first); then the slot takes chunk
 // j + kSlots.
-template <typename T, typename Sh>
-__device__ __forceinline__ float consume_chunk(WarpRing<T, Sh>& ring, const Phases<T>& ph,
+template <typename T>
+__device__ __forceinline__ float consume_chunk(WarpRing<T>& ring, const Phases<T>& ph,
                                                uint32_t j, const uint4* xs, int packs,
                                                float acc) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  cp_async_wait<Sh::kSlots - 1>();  // chunk j's group (kSlots - 1 younger may be pending)
-  const uint4* wc = ring.slots + (j % Sh::kSlots) * kChunkPacks;
+  cp_async_wait<kSlots - 1>();  // chunk j's group (kSlots - 1 younger may be pending)
+  const uint4* wc = ring.slots + (j % kSlots) * kChunkPacks;
 #pragma unroll
   for (int t = 0; t < kChunkPacks / 32; ++t) {
     const int q = lane + 32 * t;
@@ -162,9 +157,8 @@ __device__ __forceinline__ float consume_chunk(WarpRing<T, Sh>& ring, const Phas
   return acc;
 }
 
-template <typename Sh>
 __device__ __forceinline__ void block_sync() {
-  named_barrier_sync(kBlockBarrier, Sh::kThreads);
+  named_barrier_sync(kBlockBarrier, kThreads);
 }
 
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
@@ -185,9 +179,8 @@ __device__ __noinline__ void stuck(unsigned seen) {
 
 // Every block has passed this point once it returns, and its global writes before it are
 // visible to this block after it (cooperative groups' grid sync, on one counter per barrier).
-template <typename Sh>
 __device__ void grid_barrier(unsigned* counter) {
-  block_sync<Sh>();
+  block_sync();
   if (threadIdx.x == 0) {
     __threadfence();
     atomicAdd(counter, 1u);
@@ -197,35 +190,35 @@ __device__ void grid_barrier(unsigned* counter) {
       if (clock64() - t0 > kStuckCycles) stuck(seen);
     __threadfence();
   }
-  block_sync<Sh>();
+  block_sync();
 }
 
 // n elements (n % 8 == 0) from global into shared memory; `coherent`: written earlier in this
 // kernel by other blocks (read from L2, not through the read-only path).
-template <typename T, typename Sh>
+template <typename T>
 __device__ void stage_input(const T* src, T* xs, int n, bool coherent) {
   const uint4* s = reinterpret_cast<const uint4*>(src);
   uint4* d = reinterpret_cast<uint4*>(xs);
-  for (int i = threadIdx.x; i < n / 8; i += Sh::kThreads)
+  for (int i = threadIdx.x; i < n / 8; i += kThreads)
     d[i] = coherent ? __ldcg(s + i) : __ldg(s + i);
-  block_sync<Sh>();
+  block_sync();
 }
 
 // One phase's units for this warp. kGated: act[u] = silu(round(gate dot)) * round(up dot) (the
 // pair's rows); else x[row] += dot (o_proj, down).
-template <typename T, typename Sh, bool kGated>
-__device__ void consume_phase(const Phases<T>& ph, int phase, WarpRing<T, Sh>& ring, uint32_t& j,
+template <typename T, bool kGated>
+__device__ void consume_phase(const Phases<T>& ph, int phase, WarpRing<T>& ring, uint32_t& j,
                               const T* xs, T* out) {
   constexpr int kSrcs = kGated ? 2 : 1;
   const Phase<T>& p = ph.p[phase];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint4* xp = reinterpret_cast<const uint4*>(xs);
-  for (int u = warp; u < p.units; u += Sh::kWarps) {
+  for (int u = warp; u < p.units; u += kWarps) {
     float acc[kSrcs] = {};
 #pragma unroll
     for (int s = 0; s < kSrcs; ++s)
       for (int c = 0; c < p.chunks_per_row; ++c, ++j)
-        acc[s] = consume_chunk<T, Sh>(ring, ph, j, xp + c * kChunkPacks, p.chunk_packs(c), acc[s]);
+        acc[s] = consume_chunk<T>(ring, ph, j, xp + c * kChunkPacks, p.chunk_packs(c), acc[s]);
 #pragma unroll
     for (int s = 0; s < kSrcs; ++s) acc[s] = warp_sum(acc[s]);
     if (lane != 0) continue;
@@ -240,34 +233,33 @@ __device__ void consume_phase(const Phases<T>& ph, int phase, WarpRing<T, Sh>& r
   }
 }
 
-template <typename T, typename Sh>
-__global__ void __launch_bounds__(Sh::kThreads, 1) decode_mlp_kernel(MlpArgs<T> a) {
-  constexpr int kWarps = Sh::kWarps, kSlots = Sh::kSlots;
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) decode_mlp_kernel(MlpArgs<T> a) {
   extern __shared__ __align__(128) uint4 smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const Phases<T> ph(a);
-  WarpRing<T, Sh> ring;
+  WarpRing<T> ring;
   ring.slots = smem + warp * kSlots * kChunkPacks;
   ring.skip_empty(ph, warp);
-  T* xs = reinterpret_cast<T*>(smem + Sh::kRingBytes / 16);
+  T* xs = reinterpret_cast<T*>(smem + kRingBytes / 16);
   // The weights depend on nothing: the ring fills while the kernel before is still running.
   for (int t = 0; t < kSlots; ++t) ring.issue(ph, warp, lane);
   pdl_launch_dependents();  // the next kernel starts once every block runs (pdl.cuh)
   pdl_wait();               // attn and x come from earlier kernels
   uint32_t j = 0;           // this warp's chunks consumed so far
-  stage_input<T, Sh>(a.attn, xs, a.attn_width, false);
-  consume_phase<T, Sh, false>(ph, 0, ring, j, xs, a.x);
-  grid_barrier<Sh>(&a.sync[0]);  // x complete: x += o_proj(attn)
+  stage_input<T>(a.attn, xs, a.attn_width, false);
+  consume_phase<T, false>(ph, 0, ring, j, xs, a.x);
+  grid_barrier(&a.sync[0]);  // x complete: x += o_proj(attn)
 
   rms_norm_rows_to_smem_group<T, 1>(a.x, a.post_norm, xs, a.hidden, a.eps, warp, kWarps,
-                                    [] { block_sync<Sh>(); });
-  consume_phase<T, Sh, true>(ph, 1, ring, j, xs, a.act);
-  grid_barrier<Sh>(&a.sync[1]);  // act complete
+                                    [] { block_sync(); });
+  consume_phase<T, true>(ph, 1, ring, j, xs, a.act);
+  grid_barrier(&a.sync[1]);  // act complete
 
-  stage_input<T, Sh>(a.act, xs, a.inter, true);
-  consume_phase<T, Sh, false>(ph, 2, ring, j, xs, a.x);
+  stage_input<T>(a.act, xs, a.inter, true);
+  consume_phase<T, false>(ph, 2, ring, j, xs, a.x);
   cp_async_wait<0>();  // only empty groups are left; leave none behind
-  block_sync<Sh>();
+  block_sync();
   if (threadIdx.x == 0 && atomicAdd(&a.sync[2], 1u) == gridDim.x - 1) {
     // Every block has passed both barriers: the counters are free for the next launch.
     a.sync[0] = 0;
@@ -284,42 +276,14 @@ size_t fixed_smem(const DecodeMlpParams& p) {
   return static_cast<size_t>(widest) * dtype_size(p.dtype);
 }
 
-struct DeviceLimits {
-  int sms = 0;
-  size_t smem_optin = 0;
-};
-
-// The current device's SM count and opt-in shared memory per block, asked once per device.
-Result<DeviceLimits> device_limits() {
-  constexpr int kMaxDevices = 64;
-  static std::mutex mu;
-  static DeviceLimits cache[kMaxDevices];
-  int dev = 0;
-  FOLIO_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
-  if (dev < 0 || dev >= kMaxDevices) return internal_error("decode_mlp: device id out of range");
-  std::lock_guard<std::mutex> lock(mu);
-  DeviceLimits& d = cache[dev];
-  if (d.sms == 0) {
-    int sms = 0, optin = 0;
-    FOLIO_RETURN_IF_ERROR(cuda_status(
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count"));
-    FOLIO_RETURN_IF_ERROR(cuda_status(
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "smem"));
-    d = DeviceLimits{sms, static_cast<size_t>(optin)};
-  }
-  return d;
-}
-
-// The ring of the shape launch() takes.
-constexpr int kMaxRingBytes = RingShape<8, 4>::kRingBytes;
-
-template <typename T, typename Sh>
-Status launch(const DecodeMlpParams& p, const DeviceLimits& lim, void* stream) {
-  static_assert(Sh::kRingBytes <= kMaxRingBytes, "ring");
-  auto* kernel = decode_mlp_kernel<T, Sh>;
-  // The opt-in is remembered per kernel (smem_opt_in.h): ask for the most any shape takes.
-  FOLIO_RETURN_IF_ERROR(
-      opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), lim.smem_optin - 1024));
+template <typename T>
+Status launch(const DecodeMlpParams& p, const DeviceInfo& device, void* stream) {
+  auto* kernel = decode_mlp_kernel<T>;
+  const size_t smem = kRingBytes + fixed_smem(p);
+  // The opt-in is remembered per kernel (smem_opt_in.h), not per size: ask for the most any
+  // shape may take (1 KiB left for the static shared memory).
+  FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel),
+                                            device.max_smem_per_block_optin - 1024));
   // Positional: the fields in MlpArgs' order.
   MlpArgs<T> a{static_cast<const T*>(p.attn),      static_cast<const T*>(p.w_o),
                static_cast<const T*>(p.post_norm), static_cast<const T*>(p.w_gate_up),
@@ -328,8 +292,8 @@ Status launch(const DecodeMlpParams& p, const DeviceLimits& lim, void* stream) {
                p.hidden,                           p.inter,
                p.attn_width,                       p.eps};
   // One block per SM: all resident at once, which the grid barriers need.
-  return launch_pdl(kernel, dim3(lim.sms), dim3(Sh::kThreads), Sh::kRingBytes + fixed_smem(p),
-                    stream, "decode_mlp_kernel", a);
+  return launch_pdl(kernel, dim3(device.num_sms), dim3(kThreads), smem, stream,
+                    "decode_mlp_kernel", a);
 }
 
 }  // namespace
@@ -341,22 +305,20 @@ bool decode_mlp_supported(const DecodeMlpParams& p) {
   for (const void* q : std::initializer_list<const void*>{p.attn, p.w_o, p.post_norm,
                                                           p.w_gate_up, p.w_down, p.x, p.act})
     if (!aligned16(q)) return false;
-  return fixed_smem(p) + kMaxRingBytes + 1024 <= 227 * 1024;
+  return fixed_smem(p) + kRingBytes + 1024 <= 227 * 1024;
 }
 
-Status decode_mlp(const DecodeMlpParams& p, void* stream) {
+Status decode_mlp(const DecodeMlpParams& p, const DeviceInfo& device, void* stream) {
   for (const void* q : std::initializer_list<const void*>{p.attn, p.w_o, p.post_norm, p.w_gate_up,
                                                           p.w_down, p.x, p.act, p.sync})
     if (!q) return invalid_argument("decode_mlp: a null pointer");
   if (!decode_mlp_supported(p))
     return invalid_argument("decode_mlp: needs widths that are multiples of 8, "
                             "512 < hidden <= 8192 and 16-byte aligned operands");
-  FOLIO_ASSIGN_OR_RETURN(const DeviceLimits lim, device_limits());
-  if (fixed_smem(p) + kMaxRingBytes + 1024 > lim.smem_optin)
-    return invalid_argument("decode_mlp: the input vector leaves no room for the ring");
-  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&]() -> Status {
-    return launch<T, RingShape<8, 4>>(p, lim, stream);
-  });
+  if (device.num_sms <= 0 || fixed_smem(p) + kRingBytes + 1024 > device.max_smem_per_block_optin)
+    return invalid_argument("decode_mlp: the input vector leaves no room for the ring on " +
+                            device.name);
+  return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] { return launch<T>(p, device, stream); });
 }
 
 }  // namespace folio::cuda

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 
+#include "backend/cuda/device_memory.h"
 #include "backend/cuda/dtype.h"
 #include "base/status.h"
 
@@ -54,9 +55,10 @@ inline constexpr int kDecodeMlpSyncWords = 4;
 // aligned; the widest input vector fits beside the ring in shared memory.
 bool decode_mlp_supported(const DecodeMlpParams& p);
 
-// One launch (programmatic dependent launch: the ring starts filling before the wait for the
-// kernel that writes attn). An error, and nothing launched, for shapes decode_mlp_supported
-// rejects or a null pointer.
-Status decode_mlp(const DecodeMlpParams& p, void* stream);
+// One launch on the current device, described by `device` (device_info: its SM count sizes the
+// grid; programmatic dependent launch: the rings start filling before the wait for the kernel
+// that writes attn). An error, and nothing launched, for shapes decode_mlp_supported rejects, a
+// null pointer, or a device whose shared memory cannot hold the ring.
+Status decode_mlp(const DecodeMlpParams& p, const DeviceInfo& device, void* stream);
 
 }  // namespace folio::cuda
