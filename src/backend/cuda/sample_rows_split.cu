@@ -131,17 +131,23 @@ __global__ void __launch_bounds__(kSampleThreads) split_draw_kernel(SampleRowsAr
     p.argmax_s = amax;
     p.sum = sum;
   }
-  if (!last_block(&sp.counters[2 * row], sp.chunks) || threadIdx.x != 0) return;
-  // The merge, in chunk order (deterministic): ties between chunks go to the lower id.
-  Best best = sampling::no_best(), best_s = sampling::no_best();
-  double total = 0.0;
-  for (int c = 0; c < sp.chunks; ++c) {
-    const Best d{__ldcg(&parts[c].draw.key), __ldcg(&parts[c].draw.id)};
-    const Best s{__ldcg(&parts[c].argmax_s.key), __ldcg(&parts[c].argmax_s.id)};
-    if (sampling::better(d, best)) best = d;
-    if (sampling::better(s, best_s)) best_s = s;
-    total += __ldcg(&parts[c].sum);
+  if (!last_block(&sp.counters[2 * row], sp.chunks)) return;
+  // The merge, by the whole block (one thread walking 256 chunks' partials through L2 took ~45 us
+  // at batch 1): better() is a total order (ties to the lower id), so the picks do not depend on
+  // the reduction's shape; the sum's fixed tree makes it the same from launch to launch.
+  Best d = sampling::no_best(), ds = sampling::no_best();
+  double part = 0.0;
+  for (int c = threadIdx.x; c < sp.chunks; c += kSampleThreads) {
+    const Best cd{__ldcg(&parts[c].draw.key), __ldcg(&parts[c].draw.id)};
+    const Best cs{__ldcg(&parts[c].argmax_s.key), __ldcg(&parts[c].argmax_s.id)};
+    if (sampling::better(cd, d)) d = cd;
+    if (sampling::better(cs, ds)) ds = cs;
+    part += __ldcg(&parts[c].sum);
   }
+  Best best = sampling::block_best(d, sh.best);
+  const Best best_s = sampling::block_best(ds, sh.best);
+  const double total = sampling::block_sum1(part, sh.sums);
+  if (threadIdx.x != 0) return;
   if (best.id == INT_MAX) best = best_s;  // greedy on all-NaN, or a race with no candidate
   const int32_t token = best.id == INT_MAX ? 0 : best.id;
   const double lse = isfinite(m) ? static_cast<double>(m) + log(total) : static_cast<double>(m);
@@ -163,10 +169,11 @@ __global__ void __launch_bounds__(kSampleThreads) split_rank_kernel(SampleRowsAr
   n = sampling::block_sum1(n, sums);
   Partial* parts = sp.partials + row * sp.chunks;
   if (threadIdx.x == 0) parts[blockIdx.x].count = static_cast<int32_t>(n);
-  if (!last_block(&sp.counters[2 * row + 1], sp.chunks) || threadIdx.x != 0) return;
-  int32_t rank = 0;
-  for (int c = 0; c < sp.chunks; ++c) rank += __ldcg(&parts[c].count);
-  a.out[row].rank = rank;
+  if (!last_block(&sp.counters[2 * row + 1], sp.chunks)) return;
+  double rank = 0.0;  // whole counts: exact in double, whatever the order
+  for (int c = threadIdx.x; c < sp.chunks; c += kSampleThreads) rank += __ldcg(&parts[c].count);
+  rank = sampling::block_sum1(rank, sums);
+  if (threadIdx.x == 0) a.out[row].rank = static_cast<int32_t>(rank);
 }
 
 // Chunks per row: about kTargetBlocks blocks in all, at least kMinGroupsPerChunk groups each;
