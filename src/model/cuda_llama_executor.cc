@@ -363,25 +363,20 @@ void CudaLlamaExecutor::copy_blocks(std::span<const BlockCopy> copies) {
 
 namespace {
 
-// Device cache <-> host pool, every layer's K and V, one call (runs of blocks merged).
+// Device cache <-> host pool, every layer's K and V, in one launch.
 Status swap(CudaLlamaExecutor::Impl& m, std::span<const BlockCopy> copies, bool out) {
-  const int L = m.config.num_layers;
-  std::vector<void*> dev(2 * L), host(2 * L);
-  for (int l = 0; l < L; ++l) {
-    dev[2 * l] = m.cache.k[l];
-    dev[2 * l + 1] = m.cache.v[l];
-    host[2 * l] = m.swap_k[l];
-    host[2 * l + 1] = m.swap_v[l];
-  }
   for (const BlockCopy& c : copies)
     if (c.src < 0 || c.dst < 0 || (out ? c.dst : c.src) >= m.kv.num_swap_blocks ||
         (out ? c.src : c.dst) >= m.kv.num_blocks)
       return internal_error("swap: block pair (" + std::to_string(c.src) + ", " +
                             std::to_string(c.dst) + ") outside the pools");
-  const auto& src = out ? dev : host;
-  auto& dst = out ? host : dev;
-  return cuda::copy_blocks_between(src.data(), dst.data(), 2 * L,
-                                   m.layer_block_bytes(), copies, nullptr);
+  FOLIO_RETURN_IF_ERROR(ensure_device(m.copy_pairs, copies.size_bytes()));
+  FOLIO_RETURN_IF_ERROR(cuda::copy(m.copy_pairs.data(), copies.data(), copies.size_bytes()));
+  void* const* dev = m.cache_ptrs.as<void*>();
+  void* const* host = m.swap_ptrs.as<void*>();
+  return cuda::swap_blocks(out ? dev : host, out ? host : dev, 2 * m.config.num_layers,
+                           m.layer_block_bytes(), m.copy_pairs.as<BlockCopy>(),
+                           static_cast<int>(copies.size()), nullptr);
 }
 
 }  // namespace

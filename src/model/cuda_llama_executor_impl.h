@@ -80,9 +80,9 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer kv_arena;
   cuda::PinnedHostBuffer swap_arena;
   CacheView cache;
-  std::vector<void*> swap_k, swap_v;
-  cuda::DeviceBuffer cache_ptrs;  // device [2 * num_layers] bases for copy_blocks
-  cuda::DeviceBuffer copy_pairs;
+  cuda::DeviceBuffer cache_ptrs;  // device [2 * num_layers] bases for copy_blocks and swaps
+  cuda::DeviceBuffer swap_ptrs;   // device [2 * num_layers] bases of the swap pool (none: null)
+  cuda::DeviceBuffer copy_pairs;  // the pairs of the last copy_blocks / swap (legacy stream order)
 
   // Step inputs: packed on the host (pinned), uploaded in one copy.
   cuda::PinnedHostBuffer host_in;

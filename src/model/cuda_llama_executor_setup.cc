@@ -220,10 +220,15 @@ Status allocate_kv(CudaLlamaExecutor::Impl& m, int max_len) {
   const size_t swap_layer = static_cast<size_t>(m.kv.num_swap_blocks) * m.layer_block_bytes();
   FOLIO_ASSIGN_OR_RETURN(m.swap_arena,
                          cuda::PinnedHostBuffer::allocate(2 * swap_layer * m.config.num_layers));
-  auto* host = static_cast<std::byte*>(m.swap_arena.data());
-  for (int l = 0; l < m.config.num_layers; ++l) {
-    m.swap_k.push_back(host ? host + (2 * l) * swap_layer : nullptr);
-    m.swap_v.push_back(host ? host + (2 * l + 1) * swap_layer : nullptr);
+  // The kernels' view of the (mapped) pool: swap_blocks reads and writes it directly.
+  FOLIO_ASSIGN_OR_RETURN(void* mapped, m.swap_arena.device_pointer());
+  if (mapped) {
+    auto* pool = static_cast<std::byte*>(mapped);
+    std::vector<void*> swap_ptrs;  // cache_ptrs' order: layer l's K, then its V
+    for (int c = 0; c < 2 * m.config.num_layers; ++c) swap_ptrs.push_back(pool + c * swap_layer);
+    FOLIO_RETURN_IF_ERROR(ensure_device(m.swap_ptrs, swap_ptrs.size() * sizeof(void*)));
+    FOLIO_RETURN_IF_ERROR(
+        cuda::copy(m.swap_ptrs.data(), swap_ptrs.data(), swap_ptrs.size() * sizeof(void*)));
   }
   r.num_blocks = m.kv.num_blocks;
   r.max_len_seqs = static_cast<int>(static_cast<int64_t>(m.kv.num_blocks) * bs / max_len);

@@ -118,32 +118,39 @@ TEST_P(KvCacheOpsTest, SwapOutAndInRoundTripsThroughPinnedHost) {
   std::vector<std::vector<float>> dev_host;
   std::vector<DevTensor> dev;
   std::vector<PinnedHostBuffer> pinned;
-  std::vector<const void*> dev_src;
-  std::vector<void*> dev_dst, pin_dst;
-  std::vector<const void*> pin_src;
+  std::vector<void*> dev_bases, pin_bases;  // what the kernel dereferences
   for (int c = 0; c < caches; ++c) {
     dev_host.push_back(rounded(dt(), testing::random_vec(block_elems * dev_blocks, rng)));
     dev.push_back(DevTensor::upload(dt(), dev_host.back()));
     pinned.push_back(std::move(PinnedHostBuffer::allocate(block_bytes * host_blocks).value()));
     std::memset(pinned.back().data(), 0, block_bytes * host_blocks);
-    dev_src.push_back(dev.back().data());
-    dev_dst.push_back(dev.back().data());
-    pin_dst.push_back(pinned.back().data());
-    pin_src.push_back(pinned.back().data());
+    dev_bases.push_back(dev.back().data());
+    auto mapped = pinned.back().device_pointer();
+    ASSERT_TRUE(mapped.ok()) << mapped.status().to_string();
+    pin_bases.push_back(*mapped);
   }
-  // Out: device blocks 2,3,4 -> host 0,1,2 (one merged run) and 9 -> 5.
+  auto d_dev = testing::upload_raw(dev_bases);
+  auto d_pin = testing::upload_raw(pin_bases);
+  // Out: device blocks 2,3,4 -> host 0,1,2 and 9 -> 5; the rest of the host pool stays zero.
   const std::vector<BlockCopy> out = {{2, 0}, {3, 1}, {4, 2}, {9, 5}};
-  FOLIO_ASSERT_OK(copy_blocks_between(dev_src.data(), pin_dst.data(), caches, block_bytes, out, nullptr));
+  auto d_out = testing::upload_raw(out);
+  FOLIO_ASSERT_OK(swap_blocks(d_dev.as<void*>(), d_pin.as<void*>(), caches, block_bytes,
+                              d_out.as<BlockCopy>(), static_cast<int>(out.size()), nullptr));
   FOLIO_ASSERT_OK(synchronize());
-  for (int c = 0; c < caches; ++c)
+  for (int c = 0; c < caches; ++c) {
+    const auto* bits = static_cast<const uint16_t*>(pinned[c].data());
     for (auto p : out)
-      for (size_t e = 0; e < block_elems; ++e) {
-        const uint16_t bits = static_cast<const uint16_t*>(pinned[c].data())[p.dst * block_elems + e];
-        ASSERT_EQ(testing::from_bits(dt(), bits), dev_host[c][p.src * block_elems + e]);
-      }
+      for (size_t e = 0; e < block_elems; ++e)
+        ASSERT_EQ(testing::from_bits(dt(), bits[p.dst * block_elems + e]),
+                  dev_host[c][p.src * block_elems + e]);
+    for (int h : {3, 4})
+      for (size_t e = 0; e < block_elems; ++e) ASSERT_EQ(bits[h * block_elems + e], 0) << h;
+  }
   // In: host 0,1 -> device 7,8 and host 5 -> device 0.
   const std::vector<BlockCopy> in = {{0, 7}, {1, 8}, {5, 0}};
-  FOLIO_ASSERT_OK(copy_blocks_between(pin_src.data(), dev_dst.data(), caches, block_bytes, in, nullptr));
+  auto d_in = testing::upload_raw(in);
+  FOLIO_ASSERT_OK(swap_blocks(d_pin.as<void*>(), d_dev.as<void*>(), caches, block_bytes,
+                              d_in.as<BlockCopy>(), static_cast<int>(in.size()), nullptr));
   for (int c = 0; c < caches; ++c) {
     auto expect = dev_host[c];
     auto put = [&](int host_block, int dev_block) {
@@ -157,6 +164,10 @@ TEST_P(KvCacheOpsTest, SwapOutAndInRoundTripsThroughPinnedHost) {
     put(5, 0);
     EXPECT_EQ(dev[c].download(), expect) << "cache " << c;
   }
+  // Shapes the kernel cannot move are refused before any launch.
+  EXPECT_FALSE(swap_blocks(d_pin.as<void*>(), d_dev.as<void*>(), caches, block_bytes + 2,
+                           d_in.as<BlockCopy>(), 3, nullptr)
+                   .ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, KvCacheOpsTest, ::testing::Values(DType::kBF16, DType::kFP16),

@@ -30,6 +30,13 @@ void DeviceBuffer::swap(DeviceBuffer& o) noexcept {
   std::swap(bytes_, o.bytes_);
 }
 
+Result<void*> PinnedHostBuffer::device_pointer() const {
+  if (ptr_ == nullptr) return static_cast<void*>(nullptr);
+  void* d = nullptr;
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaHostGetDevicePointer(&d, ptr_, 0));
+  return d;
+}
+
 Result<PinnedHostBuffer> PinnedHostBuffer::allocate(size_t bytes) {
   PinnedHostBuffer b;
   if (bytes == 0) return b;

@@ -46,6 +46,9 @@ class PinnedHostBuffer {
 
   void* data() const { return ptr_; }
   size_t bytes() const { return bytes_; }
+  // The address kernels use for this (mapped) memory: the same as data() under unified
+  // addressing, asked of the runtime all the same.
+  Result<void*> device_pointer() const;
 
  private:
   void swap(PinnedHostBuffer& o) noexcept;

@@ -1,3 +1,5 @@
+#include <string>
+
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/fp8_e4m3.cuh"
 #include "backend/cuda/kv_cache_ops.h"
@@ -39,14 +41,31 @@ __global__ void reshape_and_cache_fp8_kernel(const T* k, const T* v, const int64
   }
 }
 
-// grid (pairs, caches): each block moves one block of one cache in 16-byte words.
-__global__ void copy_blocks_kernel(void* const* caches, size_t block_words,
-                                   const BlockCopy* pairs) {
+// grid (pairs, caches): each block moves one block of cache c in 16-byte words, from the pool at
+// src_bases[c] to the pool at dst_bases[c] (the same pool for copy-on-write; a device cache and a
+// pinned host pool, which the kernel reads or writes across the bus, for swapping).
+__global__ void copy_blocks_kernel(const void* const* src_bases, void* const* dst_bases,
+                                   size_t block_words, const BlockCopy* pairs) {
   const BlockCopy c = pairs[blockIdx.x];
-  uint4* base = static_cast<uint4*>(caches[blockIdx.y]);
-  const uint4* src = base + static_cast<int64_t>(c.src) * block_words;
-  uint4* dst = base + static_cast<int64_t>(c.dst) * block_words;
+  const uint4* src = static_cast<const uint4*>(src_bases[blockIdx.y]) +
+                     static_cast<int64_t>(c.src) * block_words;
+  uint4* dst = static_cast<uint4*>(dst_bases[blockIdx.y]) + static_cast<int64_t>(c.dst) * block_words;
   for (size_t i = threadIdx.x; i < block_words; i += blockDim.x) dst[i] = src[i];
+}
+
+Status launch_copy_blocks(const char* what, const void* const* src_bases, void* const* dst_bases,
+                          int num_caches, size_t block_bytes, const BlockCopy* pairs,
+                          int num_pairs, void* stream) {
+  if (num_pairs == 0 || num_caches == 0) return Status();
+  if (block_bytes % 16 != 0)
+    return invalid_argument(std::string(what) + ": block of " + std::to_string(block_bytes) +
+                            " bytes is not a multiple of 16");
+  if (num_caches > 65535) return invalid_argument(std::string(what) + ": more than 65535 caches");
+  if (num_pairs < 0) return invalid_argument(std::string(what) + ": negative pair count");
+  const dim3 grid(num_pairs, num_caches);
+  copy_blocks_kernel<<<grid, 256, 0, as_stream(stream)>>>(src_bases, dst_bases, block_bytes / 16,
+                                                          pairs);
+  return launch_status("copy_blocks_kernel");
 }
 
 }  // namespace
@@ -87,33 +106,14 @@ Status reshape_and_cache(DType dtype, const void* k, const void* v, const int64_
 
 Status copy_blocks(void* const* caches, int num_caches, size_t block_bytes,
                    const BlockCopy* pairs, int num_pairs, void* stream) {
-  if (num_pairs == 0 || num_caches == 0) return Status();
-  if (block_bytes % 16 != 0)
-    return invalid_argument("copy_blocks: block of " + std::to_string(block_bytes) +
-                            " bytes is not a multiple of 16");
-  if (num_caches > 65535) return invalid_argument("copy_blocks: more than 65535 caches");
-  const dim3 grid(num_pairs, num_caches);
-  copy_blocks_kernel<<<grid, 256, 0, as_stream(stream)>>>(caches, block_bytes / 16, pairs);
-  return launch_status("copy_blocks_kernel");
+  return launch_copy_blocks("copy_blocks", caches, caches, num_caches, block_bytes, pairs,
+                            num_pairs, stream);
 }
 
-Status copy_blocks_between(const void* const* src_bases, void* const* dst_bases, int num_caches,
-                           size_t block_bytes, std::span<const BlockCopy> pairs, void* stream) {
-  size_t i = 0;
-  while (i < pairs.size()) {
-    size_t run = 1;  // merge pairs whose src and dst both continue the previous pair's
-    while (i + run < pairs.size() && pairs[i + run].src == pairs[i].src + static_cast<int>(run) &&
-           pairs[i + run].dst == pairs[i].dst + static_cast<int>(run))
-      ++run;
-    for (int c = 0; c < num_caches; ++c) {
-      const char* src = static_cast<const char*>(src_bases[c]) + pairs[i].src * block_bytes;
-      char* dst = static_cast<char*>(dst_bases[c]) + pairs[i].dst * block_bytes;
-      FOLIO_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, run * block_bytes, cudaMemcpyDefault,
-                                                 as_stream(stream)));
-    }
-    i += run;
-  }
-  return Status();
+Status swap_blocks(const void* const* src_bases, void* const* dst_bases, int num_caches,
+                   size_t block_bytes, const BlockCopy* pairs, int num_pairs, void* stream) {
+  return launch_copy_blocks("swap_blocks", src_bases, dst_bases, num_caches, block_bytes, pairs,
+                            num_pairs, stream);
 }
 
 }  // namespace folio::cuda
