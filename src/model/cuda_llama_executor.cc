@@ -349,19 +349,15 @@ Status CudaLlamaExecutor::execute_sampled(const ForwardBatch& batch,
   return impl_->forward(batch, impl_->cache, req);
 }
 
-void CudaLlamaExecutor::copy_blocks(std::span<const BlockCopy> copies) {
-  if (copies.empty() || !impl_->deferred.ok()) return;
-  Impl& m = *impl_;
-  Status st = ensure_device(m.copy_pairs, copies.size_bytes());
-  if (st.ok()) st = cuda::copy(m.copy_pairs.data(), copies.data(), copies.size_bytes());
-  if (st.ok())
-    st = cuda::copy_blocks(m.cache_ptrs.as<void*>(), 2 * m.config.num_layers,
-                           m.layer_block_bytes(), m.copy_pairs.as<BlockCopy>(),
-                           static_cast<int>(copies.size()), nullptr);
-  if (!st.ok()) m.deferred = st;
-}
-
 namespace {
+
+// The pairs into copy_pairs (cuda::copy waits for the legacy stream's kernels that read them).
+Result<const BlockCopy*> upload_pairs(CudaLlamaExecutor::Impl& m,
+                                      std::span<const BlockCopy> copies) {
+  FOLIO_RETURN_IF_ERROR(ensure_device(m.copy_pairs, copies.size_bytes()));
+  FOLIO_RETURN_IF_ERROR(cuda::copy(m.copy_pairs.data(), copies.data(), copies.size_bytes()));
+  return m.copy_pairs.as<const BlockCopy>();
+}
 
 // Device cache <-> host pool, every layer's K and V, in one launch.
 Status swap(CudaLlamaExecutor::Impl& m, std::span<const BlockCopy> copies, bool out) {
@@ -370,16 +366,27 @@ Status swap(CudaLlamaExecutor::Impl& m, std::span<const BlockCopy> copies, bool 
         (out ? c.src : c.dst) >= m.kv.num_blocks)
       return internal_error("swap: block pair (" + std::to_string(c.src) + ", " +
                             std::to_string(c.dst) + ") outside the pools");
-  FOLIO_RETURN_IF_ERROR(ensure_device(m.copy_pairs, copies.size_bytes()));
-  FOLIO_RETURN_IF_ERROR(cuda::copy(m.copy_pairs.data(), copies.data(), copies.size_bytes()));
+  FOLIO_ASSIGN_OR_RETURN(const BlockCopy* pairs, upload_pairs(m, copies));
   void* const* dev = m.cache_ptrs.as<void*>();
   void* const* host = m.swap_ptrs.as<void*>();
   return cuda::swap_blocks(out ? dev : host, out ? host : dev, 2 * m.config.num_layers,
-                           m.layer_block_bytes(), m.copy_pairs.as<BlockCopy>(),
-                           static_cast<int>(copies.size()), nullptr);
+                           m.layer_block_bytes(), pairs, static_cast<int>(copies.size()),
+                           nullptr);
 }
 
 }  // namespace
+
+void CudaLlamaExecutor::copy_blocks(std::span<const BlockCopy> copies) {
+  if (copies.empty() || !impl_->deferred.ok()) return;
+  Impl& m = *impl_;
+  auto pairs = upload_pairs(m, copies);
+  Status st = pairs.status();
+  if (st.ok())
+    st = cuda::copy_blocks(m.cache_ptrs.as<void*>(), 2 * m.config.num_layers,
+                           m.layer_block_bytes(), *pairs, static_cast<int>(copies.size()),
+                           nullptr);
+  if (!st.ok()) m.deferred = st;
+}
 
 void CudaLlamaExecutor::swap_out(std::span<const BlockCopy> copies) {
   if (copies.empty() || !impl_->deferred.ok()) return;
