@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the v3 (wgmma) prefill kernels' logic on the CPU (no GPU): rewrites the launch-only lines
-# of src/backend/cuda/prefill_attention_{v3,v3n128,v3pw,v3pwpp,v3tma,v3tmap,v3tmapp}.cu (and of v2,
+# of src/backend/cuda/prefill_attention_{v3,v3n128,v3pw,v3pwpp,v3tma,v3tmap,v3tmapp,v3tmaq}.cu (and of v2,
 # their fallback for other head dims) for the host SIMT emulator (tests/cuda/emu), compiles them
 # with g++ against emulated mma_ptx.cuh and wgmma_ptx.cuh (the latter decodes the shared-memory
 # matrix descriptors from the PTX ISA's layout definitions), and runs them against a
@@ -21,7 +21,7 @@ BUILD=${BUILD:-build-cuda}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for v in v2 v3 v3n128 v3pw v3pwpp v3tma v3tmap v3tmapp; do
+for v in v2 v3 v3n128 v3pw v3pwpp v3tma v3tmap v3tmapp v3tmaq; do
   src=src/backend/cuda/prefill_attention_$v.cu
   sed -e 's|extern __shared__ __align__(128) unsigned char smem_raw\[\];|unsigned char* smem_raw = emu::smem();|' \
     -e 's|kernel<<<grid, kThreads, bytes, as_stream(stream)>>>(a);|(void)stream; emu::launch(kernel, grid, kThreads, bytes, a);|' \

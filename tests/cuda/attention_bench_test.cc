@@ -366,7 +366,7 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
          {PrefillKernel::kV1, PrefillKernel::kV2, PrefillKernel::kV2x2, PrefillKernel::kV3,
           PrefillKernel::kV3p, PrefillKernel::kV3pq, PrefillKernel::kV3n128, PrefillKernel::kV3pw,
           PrefillKernel::kV3pwpp, PrefillKernel::kV3tma, PrefillKernel::kV3tmap,
-          PrefillKernel::kV3tmapp}) {
+          PrefillKernel::kV3tmapp, PrefillKernel::kV3tmaq}) {
       plan->kernel = k;
       FOLIO_ASSERT_OK(prefill_attention(p, *plan, nullptr));
       std::vector<float> got = download_bf16(out->data(), out_elems);

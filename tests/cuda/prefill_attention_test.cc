@@ -79,6 +79,7 @@ constexpr auto kV3pwpp = PrefillKernel::kV3pwpp;
 constexpr auto kV3tma = PrefillKernel::kV3tma;
 constexpr auto kV3tmap = PrefillKernel::kV3tmap;
 constexpr auto kV3tmapp = PrefillKernel::kV3tmapp;
+constexpr auto kV3tmaq = PrefillKernel::kV3tmaq;
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrefillAttentionTest,
@@ -181,7 +182,17 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{kV3tmapp, DType::kFP16, 16, 2, 128, 32},
         PrefillCase{kV3tmapp, DType::kBF16, 8, 2, 128, 64},
         PrefillCase{kV3tmapp, DType::kFP16, 6, 2, 128, 128},
-        PrefillCase{kV3tmapp, DType::kFP16, 5, 5, 128, 1}),
+        PrefillCase{kV3tmapp, DType::kFP16, 5, 5, 128, 1},
+        // v3tmaq (v3tma with Q by TMA from the producer; group 12 runs as v3tma, block size 3
+        // as v3).
+        PrefillCase{kV3tmaq, DType::kBF16, 32, 8, 128, 16},
+        PrefillCase{kV3tmaq, DType::kFP16, 5, 5, 128, 16},
+        PrefillCase{kV3tmaq, DType::kBF16, 16, 2, 128, 32},
+        PrefillCase{kV3tmaq, DType::kFP16, 8, 1, 128, 64},
+        PrefillCase{kV3tmaq, DType::kBF16, 4, 2, 128, 128},
+        PrefillCase{kV3tmaq, DType::kBF16, 64, 1, 128, 16},
+        PrefillCase{kV3tmaq, DType::kBF16, 12, 1, 128, 8},
+        PrefillCase{kV3tmaq, DType::kFP16, 6, 2, 128, 3}),
     [](const auto& info) {
       const auto& c = info.param;
       return std::string(prefill_kernel_name(c.kernel)) + "_" + dtype_name(c.dt) + "_h" +
@@ -216,7 +227,7 @@ TEST_P(PrefillAttentionLongTest, TokenModePast16kFp16) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest,
                          ::testing::Values(kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw,
-                                           kV3pwpp, kV3tma, kV3tmap, kV3tmapp),
+                                           kV3pwpp, kV3tma, kV3tmap, kV3tmapp, kV3tmaq),
                          [](const auto& info) { return prefill_kernel_name(info.param); });
 
 TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {

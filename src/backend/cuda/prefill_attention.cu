@@ -1,7 +1,8 @@
 // Prefill attention: the plan, parameter checks and the choice of kernel variant (the kernels
 // are in prefill_attention_v1.cu, prefill_attention_v2.cu, prefill_attention_v3.cu,
 // prefill_attention_v3n128.cu, prefill_attention_v3pw.cu, prefill_attention_v3pwpp.cu,
-// prefill_attention_v3tma.cu, prefill_attention_v3tmap.cu and prefill_attention_v3tmapp.cu).
+// prefill_attention_v3tma.cu, prefill_attention_v3tmap.cu, prefill_attention_v3tmapp.cu and
+// prefill_attention_v3tmaq.cu).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -37,6 +38,8 @@ const char* prefill_kernel_name(PrefillKernel k) {
       return "v3tmap";
     case PrefillKernel::kV3tmapp:
       return "v3tmapp";
+    case PrefillKernel::kV3tmaq:
+      return "v3tmaq";
   }
   return "?";
 }
@@ -56,12 +59,14 @@ PrefillKernel default_prefill_kernel() {
     if (v == "v3tma") return PrefillKernel::kV3tma;
     if (v == "v3tmap") return PrefillKernel::kV3tmap;
     if (v == "v3tmapp") return PrefillKernel::kV3tmapp;
+    if (v == "v3tmaq") return PrefillKernel::kV3tmaq;
     if (v == "v2x2") return PrefillKernel::kV2x2;
-    // v3tma by default: on the H100 (2026-11-25) 299 / 497 TFLOP/s at 8x1024 / 1x8192 one
-    // block per item, against v3's 210 / 307. Where its ring does not fit (head_dim other than
-    // 128, block sizes not a power of two in 8..128) it runs v3, and v3 runs v2x2 for head dims
-    // other than 64 and 128.
-    return PrefillKernel::kV3tma;
+    // v3tmaq by default: on the H100 (2026-11-27) 86 / 332 / 476 TFLOP/s at 64x128 / 8x1024 /
+    // 1x8192 against v3tma's 71 / 309 / 480 in the same runs (v3tma against v3: 299 / 497
+    // against 210 / 307, 2026-11-25). Group sizes that do not divide 64 run as v3tma; where the
+    // ring does not fit (head_dim other than 128, block sizes not a power of two in 8..128) it
+    // runs v3, and v3 runs v2x2 for head dims other than 64 and 128.
+    return PrefillKernel::kV3tmaq;
   }();
   return k;
 }
@@ -82,6 +87,7 @@ Result<PrefillPlan> plan_prefill_attention(std::span<const int32_t> query_start,
     plan.live_row_tiles_128 += (rows + 127) / 128;
   }
   if (max_rows > 0x7fffffff) return invalid_argument("prefill plan: too many rows");
+  plan.num_tokens = plan.num_seqs > 0 ? query_start[plan.num_seqs] : 0;
   plan.max_rows = static_cast<int>(max_rows);
   plan.max_row_tiles = static_cast<int>((max_rows + 63) / 64);
   return plan;
@@ -137,6 +143,8 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
       return prefill_detail::launch_v3tmap(p, plan, stream);
     case PrefillKernel::kV3tmapp:
       return prefill_detail::launch_v3tmapp(p, plan, stream);
+    case PrefillKernel::kV3tmaq:
+      return prefill_detail::launch_v3tmaq(p, plan, stream);
   }
   return invalid_argument("prefill_attention: unknown kernel variant");
 }

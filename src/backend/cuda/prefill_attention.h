@@ -54,13 +54,13 @@
 namespace folio::cuda {
 
 enum class PrefillKernel {
-  kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp, kV3tma, kV3tmap, kV3tmapp
+  kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw, kV3pwpp, kV3tma, kV3tmap, kV3tmapp, kV3tmaq
 };
 
 const char* prefill_kernel_name(PrefillKernel k);
 
 // FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma,
-// v3tmap or v3tmapp; kV3tma when unset or unknown.
+// v3tmap, v3tmapp or v3tmaq; kV3tmaq when unset or unknown.
 PrefillKernel default_prefill_kernel();
 
 struct PrefillPlan {
@@ -71,6 +71,7 @@ struct PrefillPlan {
   // have rows, per KV head, of ceil(max_rows / 128) x num_seqs. Few when decode rows share the
   // step with a long prefill; v3tma then launches one block per pair instead of walking them.
   int64_t live_row_tiles_128 = 0;
+  int num_tokens = 0;  // query_start[num_seqs]: the rows of q (v3tmaq's tensor map over them)
   PrefillKernel kernel = PrefillKernel::kV2x2;  // may be overridden after planning
 };
 

@@ -48,4 +48,9 @@ Status launch_v3tmap(const PagedAttentionParams& p, const PrefillPlan& plan, voi
 // producer warpgroup, registers reallocated by setmaxnreg); the same fallback.
 Status launch_v3tmapp(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
 
+// v3tmaq: v3tma with each item's Q fetched by the producer warp (TMA, a tensor map over q) as
+// soon as the consumers' last S of the previous item has read the old one, instead of by the
+// consumers at the item's start. Group sizes that do not divide 64 run as v3tma.
+Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
+
 }  // namespace folio::cuda::prefill_detail

@@ -34,6 +34,18 @@ __device__ __forceinline__ Barriers& barriers(const Blk<T>& b) {
   return *reinterpret_cast<Barriers*>(b.q_s + Cfg::kBytes - 1024);
 }
 
+// v3tmaq, whose producer fills Q too: per consumer warpgroup w, full_q[w] (the producer's
+// arrive.expect_tx and its copies) and empty_q[w] (one arrival per warp of w), right after the
+// ring's barriers (a launch adds sizeof(QBarriers) to kSmemBytes).
+struct QBarriers {
+  uint64_t full_q[2], empty_q[2];
+};
+
+template <typename T>
+__device__ __forceinline__ QBarriers& q_barriers(const Blk<T>& b) {
+  return *reinterpret_cast<QBarriers*>(&barriers(b) + 1);
+}
+
 // Thread 0 initialises the ring's barriers; the caller then runs __syncthreads.
 __device__ __forceinline__ void init_barriers(Barriers& bar) {
   if (threadIdx.x != 0) return;
@@ -185,8 +197,11 @@ __device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float 
 // that wgmma may read only after a proxy fence; TMA fills are async-proxy writes already and need
 // none. A persistent block (v3tma) runs one item after another on the same ring: g0 is the ring
 // position (fills so far) of this item's tile 0, and more_items says the producer goes on filling
-// after this item's tiles, so every skipped tile must be released.
-template <bool kFence = true, typename T>
+// after this item's tiles, so every skipped tile must be released. kQRelease (v3tmaq): Q came
+// from the producer, and the warpgroup releases it once every S of the item has retired, before
+// the store, so that the next item's Q is in flight during it. (Released right after the last S
+// instead, one more instance of the tile step for it, measured the same: NOTES.md.)
+template <bool kFence = true, bool kQRelease = false, typename T>
 __device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
                               bool more_items = false) {
   const int n_wg = b.wg_tiles();  // warpgroup-uniform
@@ -207,6 +222,7 @@ __device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
       release_skipped(bar, st, parity);
     }
   }
+  if constexpr (kQRelease) release(&q_barriers(b).empty_q[b.wg]);
   b.store(o, l);
 }
 

@@ -11,20 +11,18 @@
 
 namespace folio::cuda::prefill_detail::v3tma_ring {
 
-// Host: kernel<<<blocks, threads, ring smem>>>(a, maps of p, num_seqs) over the
+// Host: kernel<<<blocks, threads, bytes>>>(a, maps, num_seqs) over the
 // row_tiles x num_seqs x num_kv_heads work items: one block per SM, each taking items
 // blockIdx.x, + gridDim.x, ... (persistent), or one block per item where at most half of the
 // items have rows (decode rows beside a long prefill: a persistent block would walk thousands of
 // empty items, each costing a few dependent loads, while an empty block exits at once) or with
-// FOLIO_PREFILL_PERSISTENT=0 (for comparison).
-template <typename T>
-Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
-                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
-                         void* stream, const char* name) {
-  Maps maps;
-  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
-  constexpr size_t bytes = v3pw_ring::kSmemBytes;
-  static_assert(bytes <= 227 * 1024, "shared memory per block");
+// FOLIO_PREFILL_PERSISTENT=0 (for comparison). M: the kernel's maps (Maps, or v3tmaq's MapsQ).
+template <typename T, typename M>
+Status launch_tma_kernel_with(void (*kernel)(Args<T>, M, int), const M& maps, size_t bytes,
+                              const Args<T>& a, const PagedAttentionParams& p,
+                              const PrefillPlan& plan, int threads, void* stream,
+                              const char* name) {
+  if (bytes > 227 * 1024) return internal_error("prefill_attention: ring beyond shared memory");
   FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
   const int64_t items = static_cast<int64_t>(a.row_tiles) * p.num_seqs * a.num_kv_heads;
   if (items > 0x7fffffff) return invalid_argument("prefill_attention: too many work items");
@@ -38,6 +36,17 @@ Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
   }
   kernel<<<blocks, threads, bytes, as_stream(stream)>>>(a, maps, p.num_seqs);
   return launch_status(name);
+}
+
+// The same with the four K/V maps of p and the ring's shared memory (v3tma, v3tmap, v3tmapp).
+template <typename T>
+Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
+                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
+                         void* stream, const char* name) {
+  Maps maps;
+  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
+  return launch_tma_kernel_with(kernel, maps, v3pw_ring::kSmemBytes, a, p, plan, threads, stream,
+                                name);
 }
 
 }  // namespace folio::cuda::prefill_detail::v3tma_ring

@@ -28,28 +28,48 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
   return fn;
 }
 
-}  // namespace
-
-Status encode_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
-                              int head_dim, int box_slots) {
-  FOLIO_RETURN_IF_ERROR(check_paged_cache_map(cache, num_kv_heads, head_dim, box_slots));
+// A 3-D 16-bit tensor (dims innermost first, byte strides of dims 1 and 2), 128-byte swizzled.
+Status encode_3d(CUtensorMap* map, DType dt, const void* base, const cuuint64_t (&dims)[3],
+                 const cuuint64_t (&strides)[2], const cuuint32_t (&box)[3]) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = encoder();
   if (encode == nullptr) return unimplemented("tensor map: the driver has no cuTensorMapEncodeTiled");
   const CUtensorMapDataType type =
       dt == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const cuuint64_t row_bytes = static_cast<cuuint64_t>(head_dim) * 2;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim),
-                              static_cast<cuuint64_t>(num_kv_heads), 0x7fffffffull};
-  const cuuint64_t strides[2] = {row_bytes, row_bytes * num_kv_heads};  // bytes, dims 1 and 2
-  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_slots)};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = encode(map, type, 3, const_cast<void*>(cache), dims, strides, box,
+  const CUresult r = encode(map, type, 3, const_cast<void*>(base), dims, strides, box,
                             elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return internal_error("tensor map: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
   return Status();
+}
+
+}  // namespace
+
+Status encode_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
+                              int head_dim, int box_slots) {
+  FOLIO_RETURN_IF_ERROR(check_paged_cache_map(cache, num_kv_heads, head_dim, box_slots));
+  const cuuint64_t row_bytes = static_cast<cuuint64_t>(head_dim) * 2;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim),
+                              static_cast<cuuint64_t>(num_kv_heads), 0x7fffffffull};
+  const cuuint64_t strides[2] = {row_bytes, row_bytes * num_kv_heads};  // bytes, dims 1 and 2
+  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_slots)};
+  return encode_3d(map, dt, cache, dims, strides, box);
+}
+
+Status encode_rows_map(CUtensorMap* map, DType dt, const void* rows, int num_tokens,
+                       int num_heads, int head_dim, int box_heads, int box_tokens) {
+  FOLIO_RETURN_IF_ERROR(
+      check_rows_map(rows, num_tokens, num_heads, head_dim, box_heads, box_tokens));
+  const cuuint64_t row_bytes = static_cast<cuuint64_t>(head_dim) * 2;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim),
+                              static_cast<cuuint64_t>(num_heads),
+                              static_cast<cuuint64_t>(num_tokens)};
+  const cuuint64_t strides[2] = {row_bytes, row_bytes * num_heads};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_heads),
+                             static_cast<cuuint32_t>(box_tokens)};
+  return encode_3d(map, dt, rows, dims, strides, box);
 }
 
 Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,

@@ -26,4 +26,13 @@ Status encode_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int
 Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
                               int head_dim, int box_slots);
 
+// A map over a query (or any row-major [num_tokens, num_heads, head_dim] array of a 16-bit
+// dtype) as a 3-D tensor (head_dim, head, token) whose box is (64 elements, box_heads heads,
+// box_tokens tokens): one copy lands box_heads x box_tokens rows of 128 bytes, token-major
+// (row token * box_heads + head), 128-byte swizzled as above. Tokens past num_tokens (and
+// negative coordinates) read as zeros. Not remembered: num_tokens changes every step, and an
+// encoding is a few host microseconds.
+Status encode_rows_map(CUtensorMap* map, DType dt, const void* rows, int num_tokens,
+                       int num_heads, int head_dim, int box_heads, int box_tokens);
+
 }  // namespace folio::cuda

@@ -87,6 +87,7 @@ double run_case(const Case& c, const Launcher& launch, std::mt19937& rng,
   PrefillPlan plan;
   plan.num_seqs = p.num_seqs;
   for (const Seq& s : c.seqs) plan.max_rows = std::max(plan.max_rows, s.q_len * G);
+  plan.num_tokens = qs.back();
   const Status st = launch(c, p, plan);
   if (!st.ok()) {
     std::printf("launch: %s\n", st.to_string().c_str());

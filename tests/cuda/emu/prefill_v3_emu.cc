@@ -1,5 +1,5 @@
 // Runs the v3-family (wgmma) prefill kernels' own source (prefill_attention_v3.cu, v3n128, v3pw,
-// v3pwpp, v3tma, v3tmap and v3tmapp, rewritten for the host by scripts/emu-prefill-v3.sh) on the
+// v3pwpp, v3tma, v3tmap, v3tmapp and v3tmaq, rewritten for the host by scripts/emu-prefill-v3.sh) on the
 // SIMT emulator, with wgmma emulated from the PTX ISA's descriptor and fragment definitions
 // (shim/backend/cuda/wgmma_ptx.cuh), against a double-precision reference (relative error over
 // all outputs, and of the worst (token, head) row): head_dim 64 and 128 in bf16 and fp16, block
@@ -12,8 +12,8 @@
 // half-tile path and the masked full tile) or exactly on its key 64, chunks over a cached
 // prefix, decode rows. v3n128 runs head_dim 64 as v3 (the D 64 cases check that fallback).
 // Exits non-zero on any miss. Optional arguments: run only case N (0-based; -1: all), and only
-// the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma, v3tmap, v3tmapp). v3pw and
-// v3pwpp (producer warp, mbarriers; emu_async.h) and v3tma, v3tmap and v3tmapp (TMA-filled ring,
+// the variant named (v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma, v3tmap, v3tmapp, v3tmaq). v3pw and
+// v3pwpp (producer warp, mbarriers; emu_async.h) and v3tma, v3tmap, v3tmapp and v3tmaq (TMA-filled ring,
 // persistent blocks) run every case twice: copies landing as late as the program allows (lazy),
 // then at issue (eager) with warpgroup 0 made to lag; both with the happens-before race check
 // (emu_race.h). The TMA kernels run where their ring fits (head_dim 128, power-of-two block
@@ -31,6 +31,7 @@
 #include "prefill_attention_v3tma_emu.inc"
 #include "prefill_attention_v3tmap_emu.inc"
 #include "prefill_attention_v3tmapp_emu.inc"
+#include "prefill_attention_v3tmaq_emu.inc"
 #include "prefill_emu_case.h"
 // clang-format on
 
@@ -65,13 +66,15 @@ int main(int argc, char** argv) {
   const std::string only_variant = argc > 2 ? argv[2] : "";
   // Variants 0..2: launch_v3's; 3: launch_v3n128; 4, 5: launch_v3pw, lazy / eager copies;
   // 6, 7: launch_v3pwpp, lazy / eager; 8, 9: launch_v3tma, 10, 11: launch_v3tmap, 12, 13:
-  // launch_v3tmapp, lazy / eager (persistent: FOLIO_PREFILL_PERSISTENT=1 here).
+  // launch_v3tmapp, 14, 15: launch_v3tmaq, lazy / eager (persistent: FOLIO_PREFILL_PERSISTENT=1
+  // here).
   setenv("FOLIO_PREFILL_PERSISTENT", "1", 0);
   const char* const names[] = {"v3",     "v3p",    "v3pq",    "v3n128", "v3pw",
                                "v3pw",   "v3pwpp", "v3pwpp",  "v3tma",  "v3tma",
-                               "v3tmap", "v3tmap", "v3tmapp", "v3tmapp"};
+                               "v3tmap", "v3tmap", "v3tmapp", "v3tmapp", "v3tmaq",
+                               "v3tmaq"};
   const emu::CopyPolicy default_policy = emu::copy_policy;
-  for (int vi = 0; vi < 14; ++vi) {
+  for (int vi = 0; vi < 16; ++vi) {
     if (!only_variant.empty() && only_variant != names[vi]) continue;
     emu::copy_policy = vi >= 4 && vi % 2 == 0 ? emu::CopyPolicy::kLazy
                        : vi >= 4              ? emu::CopyPolicy::kEager
@@ -87,7 +90,8 @@ int main(int argc, char** argv) {
       if (vi == 6 || vi == 7) return folio::cuda::prefill_detail::launch_v3pwpp(p, plan, nullptr);
       if (vi == 8 || vi == 9) return folio::cuda::prefill_detail::launch_v3tma(p, plan, nullptr);
       if (vi == 10 || vi == 11) return folio::cuda::prefill_detail::launch_v3tmap(p, plan, nullptr);
-      if (vi >= 12) return folio::cuda::prefill_detail::launch_v3tmapp(p, plan, nullptr);
+      if (vi == 12 || vi == 13) return folio::cuda::prefill_detail::launch_v3tmapp(p, plan, nullptr);
+      if (vi >= 14) return folio::cuda::prefill_detail::launch_v3tmaq(p, plan, nullptr);
       const V3Variant v = vi == 0   ? V3Variant::kPlain
                           : vi == 1 ? V3Variant::kPipelined
                                     : V3Variant::kPipelinedQRegs;

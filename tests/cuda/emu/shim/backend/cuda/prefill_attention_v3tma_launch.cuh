@@ -12,20 +12,28 @@
 
 namespace folio::cuda::prefill_detail::v3tma_ring {
 
-template <typename T>
-Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
-                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
-                         void*, const char*) {
-  Maps maps;
-  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
+template <typename T, typename M>
+Status launch_tma_kernel_with(void (*kernel)(Args<T>, M, int), const M& maps, size_t bytes,
+                              const Args<T>& a, const PagedAttentionParams& p,
+                              const PrefillPlan& plan, int threads, void*, const char*) {
   const int64_t items = static_cast<int64_t>(a.row_tiles) * p.num_seqs * a.num_kv_heads;
   int blocks = static_cast<int>(items);
   if (persistent_launch(plan, static_cast<int64_t>(a.row_tiles) * p.num_seqs)) {
     const char* e = std::getenv("FOLIO_EMU_SMS");
     blocks = static_cast<int>(std::min<int64_t>(items, e != nullptr ? std::atoi(e) : 2));
   }
-  emu::launch(kernel, dim3(blocks), threads, v3pw_ring::kSmemBytes, a, maps, p.num_seqs);
+  emu::launch(kernel, dim3(blocks), threads, bytes, a, maps, p.num_seqs);
   return Status();
+}
+
+template <typename T>
+Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
+                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
+                         void* stream, const char* name) {
+  Maps maps;
+  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
+  return launch_tma_kernel_with(kernel, maps, v3pw_ring::kSmemBytes, a, p, plan, threads, stream,
+                                name);
 }
 
 }  // namespace folio::cuda::prefill_detail::v3tma_ring

@@ -44,4 +44,20 @@ inline Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cac
   return encode_paged_cache_map(map, dt, cache, num_kv_heads, head_dim, box_slots);
 }
 
+inline Status encode_rows_map(CUtensorMap* map, DType, const void* rows, int num_tokens,
+                              int num_heads, int head_dim, int box_heads, int box_tokens) {
+  FOLIO_RETURN_IF_ERROR(
+      check_rows_map(rows, num_tokens, num_heads, head_dim, box_heads, box_tokens));
+  const uint64_t row = static_cast<uint64_t>(head_dim) * 2;
+  const EmuTensorMap m{static_cast<const unsigned char*>(rows),
+                       {static_cast<uint64_t>(head_dim), static_cast<uint64_t>(num_heads),
+                        static_cast<uint64_t>(num_tokens)},
+                       {row, row * num_heads},
+                       {64, static_cast<uint32_t>(box_heads), static_cast<uint32_t>(box_tokens)},
+                       2};
+  std::memset(map, 0, sizeof *map);
+  std::memcpy(map, &m, sizeof m);
+  return Status();
+}
+
 }  // namespace folio::cuda

@@ -1,0 +1,137 @@
+// Prefill attention v3tmaq: v3tma (prefill_attention_v3tma.cu: a persistent block per SM, a
+// producer warp filling a 3-stage K/V ring by TMA, two consumer warpgroups) with each work
+// item's Q fetched by the producer too, by TMA, instead of by the consumers at the item's start.
+//
+// Why: at 8 x 1024 an item is only 1-8 key tiles (4.5 on average), and in v3tma both consumer
+// warpgroups start every item by syncing, loading their 64 Q rows with cp.async (16 per thread),
+// waiting for them, fencing and syncing again, with the tensor cores idle. Here the producer
+// issues the next item's Q as soon as a warpgroup has finished its S and P V of the current
+// item, so the copy is in flight during the store, and the consumers only wait on a barrier.
+// (Session 6 tried the consumers prefetching Q themselves: the extra registers spilled and it
+// was slower. Releasing Q right after the last S instead, to overlap the last softmax and P V
+// too, measured the same: NOTES.md.)
+//
+// Q's rows: a 128-row item is 128 / G tokens x the G query heads of one KV head, row r = token
+// G + g, and those G heads are contiguous in q [token, head, head_dim]. So a 3-D tensor map over
+// q (head_dim, head, token) with a box of (64 columns, G heads, 64 / G tokens) lands one column
+// half of one warpgroup's 64 rows in v3's 128-byte-swizzled panel layout in one copy: 2 copies
+// per warpgroup and item. Rows past the item's last row read the next tokens' q (finite, never
+// stored: their positions clamp to the last row) or zeros past the tensor's end, as v3tma's
+// zero-filled rows did. Needs G to divide 64; other groups run as v3tma.
+//
+// Protocol, per consumer warpgroup w and the block's j-th item: full_q[w] (count 1) completes
+// when the producer's arrive.expect_tx(16 KB) and both copies have landed (phase j); empty_q[w]
+// (count 4, lane 0 of each warp) completes when every warp of w is past the waits that retired
+// all its S and P V wgmmas of item j (phase j; a warpgroup without tiles arrives after its wait
+// on full_q, so that the arrival counts toward item j). The producer waits on empty_q[w] phase
+// j - 1 before issuing item j's copies, right after item j's first K/V tile, so that tile is in
+// flight first. Q keeps its own 32 KB, so the ring stays 3 stages deep.
+#include <cstdint>
+
+#include "backend/cuda/prefill_attention_kernels.h"
+#include "backend/cuda/prefill_attention_v3_launch.cuh"
+#include "backend/cuda/prefill_attention_v3tma.cuh"
+#include "backend/cuda/prefill_attention_v3tma_launch.cuh"
+
+namespace folio::cuda::prefill_detail {
+namespace v3tmaq {
+namespace {
+
+using v3k::Args;
+using v3pw_ring::Barriers;
+using v3pw_ring::Blk;
+using v3pw_ring::kThreads;
+
+constexpr uint32_t kQHalfBytes = 64 * v3pw_ring::D * 2;  // one warpgroup's 64 rows
+
+struct MapsQ : v3tma_ring::Maps {
+  CUtensorMap q;  // q [tokens, heads, head_dim], box (64, G, 64 / G)
+};
+
+using v3pw_ring::QBarriers;
+constexpr size_t kSmemBytes = v3pw_ring::kSmemBytes + sizeof(QBarriers);
+
+// Thread 0, before the ring's barrier init (which fences them for the async proxy too).
+__device__ __forceinline__ void init_q_barriers(QBarriers& qb) {
+  if (threadIdx.x != 0) return;
+  for (int w = 0; w < 2; ++w) {
+    mbarrier_init(&qb.full_q[w], 1);
+    mbarrier_init(&qb.empty_q[w], 4);
+  }
+}
+
+// The producer warp: item j's Q, warpgroup by warpgroup, each once its previous Q is released.
+template <typename T>
+__device__ __forceinline__ void fill_q(const Blk<T>& b, QBarriers& qb, const MapsQ& maps, int j,
+                                       int lane) {
+  for (int w = 0; w < 2; ++w) {
+    if (j > 0) mbarrier_wait_parity(&qb.empty_q[w], (j - 1) & 1);
+    if (lane == 0) mbarrier_arrive_expect_tx(&qb.full_q[w], kQHalfBytes);
+    __syncwarp();  // the bytes are expected before a copy can complete them
+    if (lane < 2)  // column half `lane`: panel lane, rows 64 w ..
+      tma_load_3d(b.q_s + lane * v3k::BM * 128 + w * 64 * 128, &maps.q, lane * 64, b.kvh * b.G,
+                  b.qs + (b.r0 + 64 * w) / b.G, &qb.full_q[w]);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+    prefill_v3tmaq_kernel(Args<T> a, const __grid_constant__ MapsQ maps, int num_seqs) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __trap();  // wgmma and TMA need sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
+#else
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  Blk<T> b(a, smem_raw);  // warp 8 gets a warpgroup index of 2, unused
+  Barriers& bar = v3pw_ring::barriers(b);
+  QBarriers& qb = v3pw_ring::q_barriers(b);
+  init_q_barriers(qb);
+  v3tma_ring::init_tma_barriers(bar);
+  __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
+  const bool producer = threadIdx.x / 32 == v3pw_ring::kProducerWarp;
+  if (producer && threadIdx.x % 32 == 0) {
+    tma_prefetch_map(&maps.k_page);
+    tma_prefetch_map(&maps.v_page);
+    tma_prefetch_map(&maps.q);
+  }
+  // Separate loops: in one loop with the role inside, the producer's Q state shares the
+  // consumers' register budget (168 at 288 threads) and made them spill.
+  int j = 0;  // the block's items so far: the Q barriers' phase
+  if (producer) {
+    const int lane = threadIdx.x % 32;
+    v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
+      // Q after the item's first K/V tile, so that tile is in flight first.
+      v3tma_ring::produce_tma(b, bar, maps, g, [&] { fill_q(b, qb, maps, j, lane); });
+      ++j;
+    });
+    return;
+  }
+  v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
+    mbarrier_wait_parity(&qb.full_q[b.wg], j++ & 1);  // TMA wrote it: no proxy fence
+    v3pw_ring::consume_tiles</*kFence=*/false, /*kQRelease=*/true>(b, bar, g,
+                                                                    /*more_items=*/true);
+  });
+#endif
+}
+
+}  // namespace
+}  // namespace v3tmaq
+
+Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream) {
+  const int G = p.num_heads / p.num_kv_heads;
+  // TMA reads 16-byte-aligned rows (every q buffer of the engine is; a test's may not be).
+  if (!v3tma_ring::tma_ring_fits(p) || 64 % G != 0 || plan.num_tokens <= 0 ||
+      reinterpret_cast<uintptr_t>(p.q) % 16 != 0)
+    return launch_v3tma(p, plan, stream);
+  return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
+    v3tmaq::MapsQ maps;
+    FOLIO_RETURN_IF_ERROR(v3tma_ring::encode_maps(&maps, p));
+    FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.q, p.dtype, p.q, plan.num_tokens, p.num_heads,
+                                          p.head_dim, G, 64 / G));
+    return v3tma_ring::launch_tma_kernel_with(v3tmaq::prefill_v3tmaq_kernel<T>, maps,
+                                              v3tmaq::kSmemBytes, a, p, plan,
+                                              v3pw_ring::kThreads, stream,
+                                              "prefill_v3tmaq_kernel");
+  });
+}
+
+}  // namespace folio::cuda::prefill_detail
