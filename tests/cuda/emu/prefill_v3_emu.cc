@@ -20,7 +20,7 @@
 // sizes 8..128) and as v3 elsewhere. The others run under the policy of FOLIO_EMU_CP_ASYNC (lazy
 // by default: plain copies land at their cp.async.wait_group). The last case has a block with
 // one live warpgroup over 8 key tiles (the other one releases stages it never computes, several
-// times each).
+// times each); the last two have groups of 16 and 64 q heads per KV head.
 // clang-format off
 #include "simt_emu.h"  // first: the kernel sources' headers use its shims
 #include "prefill_attention_v2_emu.inc"
@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
       {bf, 2, 2, 128, 1, 0, {{300, 96}, {127, 127}, {256, 2}}},
       // One live warpgroup (rows <= 64) over 8 key tiles; and a full block over 7.
       {bf, 8, 2, 128, 16, 0, {{1000, 9}, {900, 40}}},
+      // Groups of 16 and 64 q heads: v3tmaq's Q boxes of 16 heads x 4 tokens and 64 x 1.
+      {fp, 16, 1, 128, 16, 0, {{300, 70}, {40, 40}}},
+      {bf, 64, 1, 128, 32, 0, {{150, 9}, {3, 3}}},
   };
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
