@@ -16,12 +16,15 @@ namespace folio::cuda::prefill_detail::v3tma_ring {
 // blockIdx.x, + gridDim.x, ... (persistent), or one block per item where at most half of the
 // items have rows (decode rows beside a long prefill: a persistent block would walk thousands of
 // empty items, each costing a few dependent loads, while an empty block exits at once) or with
-// FOLIO_PREFILL_PERSISTENT=0 (for comparison). M: the kernel's maps (Maps, or v3tmaq's MapsQ).
-template <typename T, typename M>
-Status launch_tma_kernel_with(void (*kernel)(Args<T>, M, int), const M& maps, size_t bytes,
-                              const Args<T>& a, const PagedAttentionParams& p,
-                              const PrefillPlan& plan, int threads, void* stream,
-                              const char* name) {
+// FOLIO_PREFILL_PERSISTENT=0 (for comparison). maps: the kernel's maps, whose four K/V maps of p
+// are encoded here (v3tmaq passes its MapsQ with the q map set); bytes: the ring's shared memory
+// (v3tmaq adds its Q barriers).
+template <typename T, typename M = Maps>
+Status launch_tma_kernel(void (*kernel)(Args<T>, M, int), const Args<T>& a,
+                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
+                         void* stream, const char* name, M maps = {},
+                         size_t bytes = v3pw_ring::kSmemBytes) {
+  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
   if (bytes > 227 * 1024) return internal_error("prefill_attention: ring beyond shared memory");
   FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes));
   const int64_t items = static_cast<int64_t>(a.row_tiles) * p.num_seqs * a.num_kv_heads;
@@ -36,17 +39,6 @@ Status launch_tma_kernel_with(void (*kernel)(Args<T>, M, int), const M& maps, si
   }
   kernel<<<blocks, threads, bytes, as_stream(stream)>>>(a, maps, p.num_seqs);
   return launch_status(name);
-}
-
-// The same with the four K/V maps of p and the ring's shared memory (v3tma, v3tmap, v3tmapp).
-template <typename T>
-Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
-                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
-                         void* stream, const char* name) {
-  Maps maps;
-  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
-  return launch_tma_kernel_with(kernel, maps, v3pw_ring::kSmemBytes, a, p, plan, threads, stream,
-                                name);
 }
 
 }  // namespace folio::cuda::prefill_detail::v3tma_ring

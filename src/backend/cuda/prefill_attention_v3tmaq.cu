@@ -123,14 +123,12 @@ Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, voi
       reinterpret_cast<uintptr_t>(p.q) % 16 != 0)
     return launch_v3tma(p, plan, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
-    v3tmaq::MapsQ maps;
-    FOLIO_RETURN_IF_ERROR(v3tma_ring::encode_maps(&maps, p));
+    v3tmaq::MapsQ maps;  // the K/V maps are encoded by the launch
     FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.q, p.dtype, p.q, plan.num_tokens, p.num_heads,
                                           p.head_dim, G, 64 / G));
-    return v3tma_ring::launch_tma_kernel_with(v3tmaq::prefill_v3tmaq_kernel<T>, maps,
-                                              v3tmaq::kSmemBytes, a, p, plan,
-                                              v3pw_ring::kThreads, stream,
-                                              "prefill_v3tmaq_kernel");
+    return v3tma_ring::launch_tma_kernel<T>(v3tmaq::prefill_v3tmaq_kernel<T>, a, p, plan,
+                                            v3pw_ring::kThreads, stream, "prefill_v3tmaq_kernel",
+                                            maps, v3tmaq::kSmemBytes);
   });
 }
 

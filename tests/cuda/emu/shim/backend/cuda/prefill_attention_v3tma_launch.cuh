@@ -12,10 +12,11 @@
 
 namespace folio::cuda::prefill_detail::v3tma_ring {
 
-template <typename T, typename M>
-Status launch_tma_kernel_with(void (*kernel)(Args<T>, M, int), const M& maps, size_t bytes,
-                              const Args<T>& a, const PagedAttentionParams& p,
-                              const PrefillPlan& plan, int threads, void*, const char*) {
+template <typename T, typename M = Maps>
+Status launch_tma_kernel(void (*kernel)(Args<T>, M, int), const Args<T>& a,
+                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
+                         void*, const char*, M maps = {}, size_t bytes = v3pw_ring::kSmemBytes) {
+  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
   const int64_t items = static_cast<int64_t>(a.row_tiles) * p.num_seqs * a.num_kv_heads;
   int blocks = static_cast<int>(items);
   if (persistent_launch(plan, static_cast<int64_t>(a.row_tiles) * p.num_seqs)) {
@@ -24,16 +25,6 @@ Status launch_tma_kernel_with(void (*kernel)(Args<T>, M, int), const M& maps, si
   }
   emu::launch(kernel, dim3(blocks), threads, bytes, a, maps, p.num_seqs);
   return Status();
-}
-
-template <typename T>
-Status launch_tma_kernel(void (*kernel)(Args<T>, Maps, int), const Args<T>& a,
-                         const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
-                         void* stream, const char* name) {
-  Maps maps;
-  FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
-  return launch_tma_kernel_with(kernel, maps, v3pw_ring::kSmemBytes, a, p, plan, threads, stream,
-                                name);
 }
 
 }  // namespace folio::cuda::prefill_detail::v3tma_ring
