@@ -11,6 +11,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/decode_attention.h"
 #include "backend/cuda/gemm.h"
@@ -27,6 +28,24 @@ constexpr int kHeads = 32, kKvHeads = 8, kDim = 128;
 bool bench_enabled() {
   const char* e = std::getenv("FOLIO_CUDA_BENCH");
   return e && std::string(e) == "1";
+}
+
+// FOLIO_BENCH_K2_KERNELS=v3tma,v3tmaq: K2 only (no K1 shapes), those prefill kernels and v1
+// (every output's cross-check), for quick A/B runs. Unset: everything.
+const std::string& k2_kernel_filter() {
+  static const std::string f = [] {
+    const char* e = std::getenv("FOLIO_BENCH_K2_KERNELS");
+    std::string list;
+    if (e != nullptr) list.append(",").append(e).append(",");
+    return list;
+  }();
+  return f;
+}
+bool k2_kernel_selected(PrefillKernel k) {
+  std::string key(",");
+  key.append(prefill_kernel_name(k)).append(",");
+  return k2_kernel_filter().empty() || k == PrefillKernel::kV1 ||
+         k2_kernel_filter().find(key) != std::string::npos;
 }
 
 // Fills a device buffer with random bf16 by replicating a 16 MiB random chunk.
@@ -185,7 +204,10 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
   struct D {
     int batch, ctx;
   };
-  for (D c : {D{1, 8192}, D{32, 2048}, D{128, 2048}, D{128, 8192}}) {
+  const std::vector<D> k1_shapes =
+      k2_kernel_filter().empty() ? std::vector<D>{{1, 8192}, {32, 2048}, {128, 2048}, {128, 8192}}
+                                 : std::vector<D>{};
+  for (D c : k1_shapes) {
     for (int bs : {16, 1}) {
       Batch b = make_batch(c.batch, c.ctx, 1, bs, rng);
       auto p = params(b, bs, q->data(), kc->data(), vc->data(), out->data());
@@ -367,6 +389,7 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
           PrefillKernel::kV3p, PrefillKernel::kV3pq, PrefillKernel::kV3n128, PrefillKernel::kV3pw,
           PrefillKernel::kV3pwpp, PrefillKernel::kV3tma, PrefillKernel::kV3tmap,
           PrefillKernel::kV3tmapp, PrefillKernel::kV3tmaq}) {
+      if (!k2_kernel_selected(k)) continue;
       plan->kernel = k;
       FOLIO_ASSERT_OK(prefill_attention(p, *plan, nullptr));
       std::vector<float> got = download_bf16(out->data(), out_elems);

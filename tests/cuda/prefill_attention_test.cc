@@ -1,9 +1,12 @@
 // Causal paged prefill attention against the CPU reference, for each kernel variant (v1 wmma,
-// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 / v3pw / v3pwpp / v3tma / v3tmap / v3tmapp wgmma):
-// mixed query lengths in one launch, chunked prefill over a cached prefix, decode rows in the same
-// batch, block sizes 1..128, head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and odd head counts,
-// contexts past 16k, NaN in the pool's slots past a sequence's end.
+// v2 / v2x2 mma.sync, v3 / v3p / v3pq / v3n128 / v3pw / v3pwpp / v3tma / v3tmap / v3tmapp /
+// v3tmaq wgmma): mixed query lengths in one launch, chunked prefill over a cached prefix, decode
+// rows in the same batch, block sizes 1..128, head_dim 16..256 (64/128 for v1), MHA/GQA/MQA and
+// odd head counts, contexts past 16k, NaN in the pool's slots past a sequence's end; v3tmaq's
+// dynamically dealt items over repeated launches.
 #include "backend/cuda/prefill_attention.h"
+
+#include <cstring>
 
 #include "attention_test_util.h"
 
@@ -229,6 +232,49 @@ INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest,
                          ::testing::Values(kV1, kV2, kV2x2, kV3, kV3p, kV3pq, kV3n128, kV3pw,
                                            kV3pwpp, kV3tma, kV3tmap, kV3tmapp, kV3tmaq),
                          [](const auto& info) { return prefill_kernel_name(info.param); });
+
+// v3tmaq in a persistent launch deals the items past the grid's first wave from a counter
+// (prefill_attention_v3tmaq.cu). These problems have more live work items than the H100's 132
+// SMs and most (row tile, sequence) pairs live, so their launches are persistent and dealt.
+std::vector<SeqSpec> dealt_problem_seqs() {
+  return {{600, 600}, {500, 500}, {560, 300}};  // 19 x 3 x 8 = 456 items, 45 of 57 pairs live
+}
+
+TEST(PrefillAttentionDynamicItemsTest, DealtItemsMatchTheReference) {
+  FOLIO_REQUIRE_GPU();
+  for (DType dt : {DType::kBF16, DType::kFP16}) {
+    std::mt19937 rng(9);
+    AttentionProblem prob(dt, 32, 8, 128, 16, dealt_problem_seqs(), rng);
+    EXPECT_LT(run_problem(kV3tmaq, prob), testing::attention_tol(dt)) << dtype_name(dt);
+  }
+}
+
+// Each launch's last draw resets its counter (kTicketSlots counters, taken in turn): 140
+// launches of one problem into a poisoned output give the first launch's bits every time. A
+// counter left non-zero would skip items and leave their rows poisoned; an item dealt twice or
+// not at all would change bits.
+TEST(PrefillAttentionDynamicItemsTest, RepeatedLaunchesGiveTheSameBits) {
+  FOLIO_REQUIRE_GPU();
+  std::mt19937 rng(10);
+  AttentionProblem prob(DType::kBF16, 32, 8, 128, 16, dealt_problem_seqs(), rng);
+  auto plan = plan_prefill_attention(prob.query_start, 32, 8);
+  ASSERT_TRUE(plan.ok());
+  plan->kernel = kV3tmaq;
+  std::vector<float> first;
+  for (int launch = 0; launch < 140; ++launch) {
+    prob.dout = testing::DevTensor::poisoned(DType::kBF16, prob.q.size());
+    ASSERT_TRUE(prefill_attention(prob.params(), *plan, nullptr).ok());
+    ASSERT_TRUE(synchronize().ok());
+    if (launch == 0) {
+      ASSERT_LT(prob.error(), testing::attention_tol(DType::kBF16));
+      first = prob.dout.download();
+      continue;
+    }
+    const std::vector<float> got = prob.dout.download();
+    ASSERT_EQ(std::memcmp(got.data(), first.data(), first.size() * sizeof(float)), 0)
+        << "launch " << launch;
+  }
+}
 
 TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {
   FOLIO_REQUIRE_GPU();

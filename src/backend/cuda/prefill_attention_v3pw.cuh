@@ -36,9 +36,11 @@ __device__ __forceinline__ Barriers& barriers(const Blk<T>& b) {
 
 // v3tmaq, whose producer fills Q too: per consumer warpgroup w, full_q[w] (the producer's
 // arrive.expect_tx and its copies) and empty_q[w] (one arrival per warp of w), right after the
-// ring's barriers (a launch adds sizeof(QBarriers) to kSmemBytes).
+// ring's barriers (a launch adds sizeof(QBarriers) to kSmemBytes). item[w]: the work item whose Q
+// completes full_q[w]'s phase (-1: no more items), written by the producer before its arrival.
 struct QBarriers {
   uint64_t full_q[2], empty_q[2];
+  int item[2];
 };
 
 template <typename T>

@@ -26,7 +26,20 @@
 // on full_q, so that the arrival counts toward item j). The producer waits on empty_q[w] phase
 // j - 1 before issuing item j's copies, right after item j's first K/V tile, so that tile is in
 // flight first. Q keeps its own 32 KB, so the ring stays 3 stages deep.
+//
+// Work items are dealt dynamically (persistent launches): block b starts with item b, and its
+// producer then draws tickets gridDim.x, gridDim.x + 1, ... from a counter in device memory, one
+// draw ahead, so that a block that finishes early takes the next longest item. The static walk
+// (b, b + gridDim.x, ...) left 3% of the tile steps as a tail at 8 x 1024 and 6% at 1 x 8192
+// (the busiest SM against the mean). The producer hands each item to the consumers in
+// QBarriers::item with its Q, and -1 once there are none left. The launch's last draw (the
+// n_items-th: one per item past the first wave plus one empty draw per block) resets the counter,
+// so the next launch in stream order finds it at zero. A launch takes one of kTicketSlots
+// counters in turn, so that launches on different streams do not share one.
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/prefill_attention_kernels.h"
 #include "backend/cuda/prefill_attention_v3_launch.cuh"
@@ -45,8 +58,12 @@ using v3pw_ring::kThreads;
 constexpr uint32_t kQHalfBytes = 64 * v3pw_ring::D * 2;  // one warpgroup's 64 rows
 
 struct MapsQ : v3tma_ring::Maps {
-  CUtensorMap q;  // q [tokens, heads, head_dim], box (64, G, 64 / G)
+  CUtensorMap q;         // q [tokens, heads, head_dim], box (64, G, 64 / G)
+  int ticket_slot = -1;  // the launch's counter in g_item_tickets; -1: the static walk
 };
+
+constexpr int kTicketSlots = 64;
+__device__ unsigned int g_item_tickets[kTicketSlots];  // zero between launches
 
 using v3pw_ring::QBarriers;
 constexpr size_t kSmemBytes = v3pw_ring::kSmemBytes + sizeof(QBarriers);
@@ -60,17 +77,58 @@ __device__ __forceinline__ void init_q_barriers(QBarriers& qb) {
   }
 }
 
-// The producer warp: item j's Q, warpgroup by warpgroup, each once its previous Q is released.
+// The producer warp: item j's Q (item i), warpgroup by warpgroup, each once its previous Q is
+// released; lane 0 publishes i before its arrival (release), which the consumers' wait acquires.
 template <typename T>
-__device__ __forceinline__ void fill_q(const Blk<T>& b, QBarriers& qb, const MapsQ& maps, int j,
-                                       int lane) {
+__device__ __forceinline__ void fill_q(const Blk<T>& b, QBarriers& qb, const MapsQ& maps, int i,
+                                       int j, int lane) {
   for (int w = 0; w < 2; ++w) {
     if (j > 0) mbarrier_wait_parity(&qb.empty_q[w], (j - 1) & 1);
-    if (lane == 0) mbarrier_arrive_expect_tx(&qb.full_q[w], kQHalfBytes);
+    if (lane == 0) {
+      qb.item[w] = i;
+      mbarrier_arrive_expect_tx(&qb.full_q[w], kQHalfBytes);
+    }
     __syncwarp();  // the bytes are expected before a copy can complete them
     if (lane < 2)  // column half `lane`: panel lane, rows 64 w ..
       tma_load_3d(b.q_s + lane * v3k::BM * 128 + w * 64 * 128, &maps.q, lane * 64, b.kvh * b.G,
                   b.qs + (b.r0 + 64 * w) / b.G, &qb.full_q[w]);
+  }
+}
+
+// The producer warp's walk over its block's items (header comment): K/V tiles by the ring, Q
+// after each item's first tile, then the end (-1) for each warpgroup once it released its last Q.
+template <typename T>
+__device__ void produce_items(Blk<T>& b, Barriers& bar, QBarriers& qb, const MapsQ& maps,
+                              int num_seqs) {
+  const int lane = threadIdx.x % 32;
+  const int n_items = b.a.row_tiles * num_seqs * b.a.num_kv_heads;
+  const bool dynamic = maps.ticket_slot >= 0 && static_cast<int>(gridDim.x) < n_items;
+  unsigned int* const tickets = &g_item_tickets[dynamic ? maps.ticket_slot : 0];
+  int j = 0, g = 0;  // items produced (the Q barriers' phase), ring fills so far
+  for (int i = blockIdx.x; i < n_items;) {
+    unsigned int drawn = 0;  // drawn now, read after this item's tiles: the latency hides
+    if (dynamic && lane == 0) drawn = atomicAdd(tickets, 1u);
+    v3tma_ring::take_item(b, i, num_seqs);
+    if (b.live) {  // a row tile past its sequence's rows has no work
+      // Q after the item's first K/V tile, so that tile is in flight first.
+      v3tma_ring::produce_tma(b, bar, maps, g, [&] { fill_q(b, qb, maps, i, j, lane); });
+      g += b.n_tiles;
+      ++j;
+    }
+    if (!dynamic) {
+      i += gridDim.x;
+      continue;
+    }
+    if (lane == 0 && drawn == static_cast<unsigned int>(n_items) - 1) atomicExch(tickets, 0u);
+    const int64_t next = int64_t{gridDim.x} + __shfl_sync(0xffffffffu, drawn, 0);
+    i = next < n_items ? static_cast<int>(next) : n_items;
+  }
+  for (int w = 0; w < 2; ++w) {
+    if (j > 0) mbarrier_wait_parity(&qb.empty_q[w], (j - 1) & 1);
+    if (lane == 0) {
+      qb.item[w] = -1;
+      mbarrier_arrive(&qb.full_q[w]);
+    }
   }
 }
 
@@ -95,22 +153,37 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // Separate loops: in one loop with the role inside, the producer's Q state shares the
   // consumers' register budget (168 at 288 threads) and made them spill.
-  int j = 0;  // the block's items so far: the Q barriers' phase
   if (producer) {
-    const int lane = threadIdx.x % 32;
-    v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
-      // Q after the item's first K/V tile, so that tile is in flight first.
-      v3tma_ring::produce_tma(b, bar, maps, g, [&] { fill_q(b, qb, maps, j, lane); });
-      ++j;
-    });
+    produce_items(b, bar, qb, maps, num_seqs);
     return;
   }
-  v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
-    mbarrier_wait_parity(&qb.full_q[b.wg], j++ & 1);  // TMA wrote it: no proxy fence
+  // The consumers take the items the producer hands them with their Q, until it hands them -1.
+  for (int j = 0, g = 0;; ++j) {  // j: items so far (full_q's phase), g: ring fills so far
+    mbarrier_wait_parity(&qb.full_q[b.wg], j & 1);  // TMA wrote Q: no proxy fence
+    // Lane 0 reads the item, the lane whose arrival on empty_q later lets the producer overwrite
+    // it: the read is then ordered before that write by the arrival itself.
+    int i = 0;
+    if (threadIdx.x % 32 == 0) i = qb.item[b.wg];
+    i = __shfl_sync(0xffffffffu, i, 0);
+    if (i < 0) break;
+    v3tma_ring::take_item(b, i, num_seqs);
     v3pw_ring::consume_tiles</*kFence=*/false, /*kQRelease=*/true>(b, bar, g,
-                                                                    /*more_items=*/true);
-  });
+                                                                   /*more_items=*/true);
+    g += b.n_tiles;
+  }
 #endif
+}
+
+// A counter for the next launch, round robin; -1 (the static walk) with
+// FOLIO_PREFILL_DYNAMIC=0, kept for comparison.
+int next_ticket_slot() {
+  static const bool dynamic = [] {
+    const char* e = std::getenv("FOLIO_PREFILL_DYNAMIC");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  static std::atomic<unsigned int> next{0};
+  return dynamic ? static_cast<int>(next.fetch_add(1, std::memory_order_relaxed) % kTicketSlots)
+                 : -1;
 }
 
 }  // namespace
@@ -124,6 +197,7 @@ Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, voi
     return launch_v3tma(p, plan, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
     v3tmaq::MapsQ maps;  // the K/V maps are encoded by the launch
+    maps.ticket_slot = v3tmaq::next_ticket_slot();
     FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.q, p.dtype, p.q, plan.num_tokens, p.num_heads,
                                           p.head_dim, G, 64 / G));
     return v3tma_ring::launch_tma_kernel<T>(v3tmaq::prefill_v3tmaq_kernel<T>, a, p, plan,

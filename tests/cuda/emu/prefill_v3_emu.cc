@@ -94,7 +94,14 @@ int main(int argc, char** argv) {
       if (vi == 8 || vi == 9) return folio::cuda::prefill_detail::launch_v3tma(p, plan, nullptr);
       if (vi == 10 || vi == 11) return folio::cuda::prefill_detail::launch_v3tmap(p, plan, nullptr);
       if (vi == 12 || vi == 13) return folio::cuda::prefill_detail::launch_v3tmapp(p, plan, nullptr);
-      if (vi >= 14) return folio::cuda::prefill_detail::launch_v3tmaq(p, plan, nullptr);
+      if (vi >= 14) {
+        const folio::Status st = folio::cuda::prefill_detail::launch_v3tmaq(p, plan, nullptr);
+        // The dynamic item walk's counters are back at zero after every launch.
+        for (unsigned t : folio::cuda::prefill_detail::v3tmaq::g_item_tickets)
+          if (t != 0) return folio::internal_error("v3tmaq: an item counter left at " +
+                                                   std::to_string(t));
+        return st;
+      }
       const V3Variant v = vi == 0   ? V3Variant::kPlain
                           : vi == 1 ? V3Variant::kPipelined
                                     : V3Variant::kPipelinedQRegs;

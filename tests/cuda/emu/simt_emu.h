@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <condition_variable>
@@ -103,6 +104,14 @@ inline int __shfl_sync(unsigned, int v, int src_lane) {
   emu::lane_slot(lane)[0] = static_cast<uint32_t>(v);
   emu::warp_sync();
   return static_cast<int>(static_cast<uint32_t>(emu::lane_slot(src_lane % 32)[0]));
+}
+
+// Device-memory atomics (blocks run one after another, threads of a block concurrently).
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  return std::atomic_ref<unsigned>(*p).fetch_add(v);
+}
+inline unsigned atomicExch(unsigned* p, unsigned v) {
+  return std::atomic_ref<unsigned>(*p).exchange(v);
 }
 
 namespace emu {
