@@ -373,7 +373,7 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
     std::printf("K2 GEMM bf16 8192^3 (cuBLASLt): %.1f us, %.1f TFLOP/s\n", us, gemm_tflops);
     fill_random(kc->data(), kc->bytes(), rng);
   }
-  for (P c : {P{64, 128}, P{8, 1024}, P{1, 8192}}) {
+  for (P c : {P{64, 128}, P{8, 1024}, P{4, 2048}, P{2, 4096}, P{1, 8192}}) {
     Batch b = make_batch(c.batch, c.len, c.len, 16, rng);
     auto plan = plan_prefill_attention(b.qs, kHeads, kKvHeads);
     ASSERT_TRUE(plan.ok());

@@ -233,20 +233,22 @@ INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionLongTest,
                                            kV3pwpp, kV3tma, kV3tmap, kV3tmapp, kV3tmaq),
                          [](const auto& info) { return prefill_kernel_name(info.param); });
 
-// v3tmaq in a persistent launch deals the items past the grid's first wave from a counter
-// (prefill_attention_v3tmaq.cu). These problems have more live work items than the H100's 132
-// SMs and most (row tile, sequence) pairs live, so their launches are persistent and dealt.
+// v3tma and v3tmaq in a persistent launch deal the items past the grid's first wave from a
+// counter (prefill_attention_items.cuh). These problems have more live work items than the H100's
+// 132 SMs and most (row tile, sequence) pairs live, so their launches are persistent and dealt.
 std::vector<SeqSpec> dealt_problem_seqs() {
   return {{600, 600}, {500, 500}, {560, 300}};  // 19 x 3 x 8 = 456 items, 45 of 57 pairs live
 }
 
 TEST(PrefillAttentionDynamicItemsTest, DealtItemsMatchTheReference) {
   FOLIO_REQUIRE_GPU();
-  for (DType dt : {DType::kBF16, DType::kFP16}) {
-    std::mt19937 rng(9);
-    AttentionProblem prob(dt, 32, 8, 128, 16, dealt_problem_seqs(), rng);
-    EXPECT_LT(run_problem(kV3tmaq, prob), testing::attention_tol(dt)) << dtype_name(dt);
-  }
+  for (PrefillKernel k : {kV3tma, kV3tmaq})
+    for (DType dt : {DType::kBF16, DType::kFP16}) {
+      std::mt19937 rng(9);
+      AttentionProblem prob(dt, 32, 8, 128, 16, dealt_problem_seqs(), rng);
+      EXPECT_LT(run_problem(k, prob), testing::attention_tol(dt))
+          << prefill_kernel_name(k) << " " << dtype_name(dt);
+    }
 }
 
 // Each launch's last draw resets its counter (kTicketSlots counters, taken in turn): 140
@@ -291,6 +293,20 @@ TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {
   p.head_dim = 80;  // fine for v2, not for v1
   plan->kernel = kV1;
   EXPECT_EQ(prefill_attention(p, *plan, nullptr).code(), StatusCode::kUnimplemented);
+}
+
+TEST(PrefillAttentionPlanTest, PicksTheKernelByChunkLength) {
+  if (prefill_kernel_override().has_value()) GTEST_SKIP() << "FOLIO_PREFILL_KERNEL is set";
+  const auto kernel = [](std::vector<int32_t> qs) {
+    auto plan = plan_prefill_attention(qs, 32, 8);
+    EXPECT_TRUE(plan.ok());
+    return plan.ok() ? plan->kernel : PrefillKernel::kV1;
+  };
+  EXPECT_EQ(kernel({0, 1024, 2048, 3072}), kV3tmaq);  // chunks of 1024
+  EXPECT_EQ(kernel({0, 2048, 4096}), kV3tma);         // of 2048
+  EXPECT_EQ(kernel({0, 1, 2, 3, 4099}), kV3tma);      // decode rows beside a 4096-token chunk
+  EXPECT_EQ(kernel({0, 2047}), kV3tmaq);
+  EXPECT_EQ(kernel({0}), kV3tmaq);  // nothing to do
 }
 
 TEST(PrefillAttentionPlanTest, CountsRowTilesPerKvHead) {

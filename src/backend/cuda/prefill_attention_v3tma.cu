@@ -16,13 +16,18 @@
 // slot -block_size (outside the tensor, zero-filled); the one page that the end cuts is copied
 // row by row through a second map with a one-slot box, rows past the end from slot -1.
 //
-// Persistent: one block per SM walks the work items (row tile, sequence, KV head) blockIdx.x,
-// + gridDim.x, ... (longest row tiles first) on one ring, so the producer fetches the next item's
-// first tiles while the consumers finish the current one and load its Q, and a block's start-up
-// (barrier init, first fills) is paid once per SM instead of once per item: at 8 x 1024 an item
-// is only 1-8 key tiles. Where at most half of the items have rows (a mixed step: decode rows
-// beside a long prefill chunk, where a persistent block would walk hundreds of empty items) and
-// with FOLIO_PREFILL_PERSISTENT=0, one block per item instead.
+// Persistent: one block per SM walks the work items (row tile, sequence, KV head; longest row
+// tiles first, dealt from a counter: prefill_attention_items.cuh) on one ring, so the producer
+// fetches the next item's first tiles while the consumers finish the current one and load its
+// Q, and a block's start-up (barrier init, first fills) is paid once per SM instead of once per
+// item: at 8 x 1024 an item is only 1-8 key tiles. Where at most half of the items have rows (a
+// mixed step: decode rows beside a long prefill chunk, where a persistent block would walk
+// hundreds of empty items) and with FOLIO_PREFILL_PERSISTENT=0, one block per item instead.
+// The producer hands each item to the consumers in ItemSlots::item[st], st the stage of the
+// item's tile 0, written by lane 0 before the arrive.expect_tx of that tile's K (release; the
+// consumers' wait on it acquires), and -1 with a bare arrival once there are none left. The slot
+// is rewritten only after the stage's release, which each warp's lane 0, the lane that read it,
+// makes after the read.
 //
 // Protocol: v3pw's, with full barriers of count 1. For each fill the producer's lane 0 does
 // arrive.expect_tx(32 KB) (its arrival and the stage's bytes; zero-filled boxes count too), then
@@ -34,6 +39,7 @@
 //
 // Used for head_dim 128 and power-of-two block sizes 8..128 (a page box of block_size rows
 // starts on a 1024-byte boundary and divides the tile); the rest runs as v3.
+#include "backend/cuda/prefill_attention_items.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
 #include "backend/cuda/prefill_attention_v3_launch.cuh"
 #include "backend/cuda/prefill_attention_v3tma.cuh"
@@ -46,17 +52,63 @@ namespace {
 using v3k::Args;
 using v3pw_ring::Barriers;
 using v3pw_ring::Blk;
+using v3pw_ring::kStages;
 using v3pw_ring::kThreads;
+
+struct MapsT : v3tma_ring::Maps {
+  int ticket_slot = -1;  // the launch's item counter (item_deal); -1: the static walk
+};
+
+// The item whose tile 0 fills stage st (-1: the end), right after the ring's barriers.
+struct ItemSlots {
+  int item[v3pw_ring::kStages];
+};
+constexpr size_t kSmemBytes = v3pw_ring::kSmemBytes + sizeof(ItemSlots);
+
+template <typename T>
+__device__ __forceinline__ ItemSlots& item_slots(const Blk<T>& b) {
+  return *reinterpret_cast<ItemSlots*>(&v3pw_ring::barriers(b) + 1);
+}
+
+// Lane 0 of the producer warp writes `item` into the slot of ring position g once the stage is
+// released (the fill of position g - kStages); the caller's next fill of that stage publishes it.
+__device__ __forceinline__ void publish_item(Barriers& bar, ItemSlots& slots, int g, int item,
+                                             int lane) {
+  const int st = g % kStages;
+  if (g >= kStages) mbarrier_wait_parity(&bar.empty_k[st], ((g / kStages) + 1) & 1);
+  if (lane == 0) slots.item[st] = item;
+}
+
+// The producer warp's walk over its block's items, then the end: -1 and a bare arrival on the
+// full barrier of the next ring position (count 1: it completes the phase without bytes).
+template <typename T>
+__device__ void produce_items(Blk<T>& b, Barriers& bar, ItemSlots& slots, const MapsT& maps,
+                              int num_seqs) {
+  const int lane = threadIdx.x % 32;
+  int g = 0;  // ring fills so far
+  for (item_deal::Walk walk(b.a.row_tiles * num_seqs * b.a.num_kv_heads, maps.ticket_slot);
+       walk.more(); walk.advance(lane)) {
+    walk.draw(lane);
+    v3tma_ring::take_item(b, walk.i, num_seqs);
+    if (!b.live) continue;  // a row tile past its sequence's rows has no work
+    publish_item(bar, slots, g, walk.i, lane);
+    v3tma_ring::produce_tma(b, bar, maps, g);
+    g += b.n_tiles;
+  }
+  publish_item(bar, slots, g, -1, lane);
+  if (lane == 0) mbarrier_arrive(&bar.full_k[g % kStages]);
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
-    prefill_v3tma_kernel(Args<T> a, const __grid_constant__ v3tma_ring::Maps maps, int num_seqs) {
+    prefill_v3tma_kernel(Args<T> a, const __grid_constant__ MapsT maps, int num_seqs) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma and TMA need sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
   Blk<T> b(a, smem_raw);  // warp 8 gets a warpgroup index of 2, unused
   Barriers& bar = v3pw_ring::barriers(b);
+  ItemSlots& slots = item_slots(b);
   v3tma_ring::init_tma_barriers(bar);
   __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
   const bool producer = threadIdx.x / 32 == v3pw_ring::kProducerWarp;
@@ -64,15 +116,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     tma_prefetch_map(&maps.k_page);
     tma_prefetch_map(&maps.v_page);
   }
-  v3tma_ring::for_each_item(b, num_seqs, [&](int g) {
-    if (producer) {
-      v3tma_ring::produce_tma(b, bar, maps, g);
-    } else {
-      v3tma_ring::load_q_warpgroup(b, g);
-      // The producer moves on to the next item's tiles while this one finishes.
-      v3pw_ring::consume_tiles</*kFence=*/false>(b, bar, g, /*more_items=*/true);
-    }
-  });
+  if (producer) {
+    produce_items(b, bar, slots, maps, num_seqs);
+    return;
+  }
+  for (int g = 0;;) {  // g: ring fills so far
+    const int st = g % kStages;
+    mbarrier_wait_parity(&bar.full_k[st], (g / kStages) & 1);  // the item's tile 0, or the end
+    int i = 0;
+    if (threadIdx.x % 32 == 0) i = slots.item[st];
+    i = __shfl_sync(0xffffffffu, i, 0);
+    if (i < 0) break;
+    v3tma_ring::take_item(b, i, num_seqs);
+    v3tma_ring::load_q_warpgroup(b, g);
+    // The producer moves on to the next item's tiles while this one finishes.
+    v3pw_ring::consume_tiles</*kFence=*/false>(b, bar, g, /*more_items=*/true);
+    g += b.n_tiles;
+  }
 #endif
 }
 
@@ -82,8 +142,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 Status launch_v3tma(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream) {
   if (!v3tma_ring::tma_ring_fits(p)) return launch_v3(p, plan, V3Variant::kPlain, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
+    v3tma::MapsT maps;  // the K/V maps are encoded by the launch
+    maps.ticket_slot = item_deal::next_ticket_slot();
     return v3tma_ring::launch_tma_kernel<T>(v3tma::prefill_v3tma_kernel<T>, a, p, plan,
-                                            v3pw_ring::kThreads, stream, "prefill_v3tma_kernel");
+                                            v3pw_ring::kThreads, stream, "prefill_v3tma_kernel",
+                                            maps, v3tma::kSmemBytes);
   });
 }
 

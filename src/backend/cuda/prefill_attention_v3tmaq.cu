@@ -27,20 +27,11 @@
 // j - 1 before issuing item j's copies, right after item j's first K/V tile, so that tile is in
 // flight first. Q keeps its own 32 KB, so the ring stays 3 stages deep.
 //
-// Work items are dealt dynamically (persistent launches): block b starts with item b, and its
-// producer then draws tickets gridDim.x, gridDim.x + 1, ... from a counter in device memory, one
-// draw ahead, so that a block that finishes early takes the next longest item. The static walk
-// (b, b + gridDim.x, ...) left 3% of the tile steps as a tail at 8 x 1024 and 6% at 1 x 8192
-// (the busiest SM against the mean). The producer hands each item to the consumers in
-// QBarriers::item with its Q, and -1 once there are none left. The launch's last draw (the
-// n_items-th: one per item past the first wave plus one empty draw per block) resets the counter,
-// so the next launch in stream order finds it at zero. A launch takes one of kTicketSlots
-// counters in turn, so that launches on different streams do not share one.
-#include <atomic>
+// Work items are dealt from a counter (prefill_attention_items.cuh): the producer hands each to
+// the consumers in QBarriers::item with its Q, and -1 once there are none left.
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
+#include "backend/cuda/prefill_attention_items.cuh"
 #include "backend/cuda/prefill_attention_kernels.h"
 #include "backend/cuda/prefill_attention_v3_launch.cuh"
 #include "backend/cuda/prefill_attention_v3tma.cuh"
@@ -59,11 +50,8 @@ constexpr uint32_t kQHalfBytes = 64 * v3pw_ring::D * 2;  // one warpgroup's 64 r
 
 struct MapsQ : v3tma_ring::Maps {
   CUtensorMap q;         // q [tokens, heads, head_dim], box (64, G, 64 / G)
-  int ticket_slot = -1;  // the launch's counter in g_item_tickets; -1: the static walk
+  int ticket_slot = -1;  // the launch's item counter (item_deal); -1: the static walk
 };
-
-constexpr int kTicketSlots = 64;
-__device__ unsigned int g_item_tickets[kTicketSlots];  // zero between launches
 
 using v3pw_ring::QBarriers;
 constexpr size_t kSmemBytes = v3pw_ring::kSmemBytes + sizeof(QBarriers);
@@ -101,27 +89,17 @@ template <typename T>
 __device__ void produce_items(Blk<T>& b, Barriers& bar, QBarriers& qb, const MapsQ& maps,
                               int num_seqs) {
   const int lane = threadIdx.x % 32;
-  const int n_items = b.a.row_tiles * num_seqs * b.a.num_kv_heads;
-  const bool dynamic = maps.ticket_slot >= 0 && static_cast<int>(gridDim.x) < n_items;
-  unsigned int* const tickets = &g_item_tickets[dynamic ? maps.ticket_slot : 0];
   int j = 0, g = 0;  // items produced (the Q barriers' phase), ring fills so far
-  for (int i = blockIdx.x; i < n_items;) {
-    unsigned int drawn = 0;  // drawn now, read after this item's tiles: the latency hides
-    if (dynamic && lane == 0) drawn = atomicAdd(tickets, 1u);
+  for (item_deal::Walk walk(b.a.row_tiles * num_seqs * b.a.num_kv_heads, maps.ticket_slot);
+       walk.more(); walk.advance(lane)) {
+    walk.draw(lane);
+    const int i = walk.i;
     v3tma_ring::take_item(b, i, num_seqs);
-    if (b.live) {  // a row tile past its sequence's rows has no work
-      // Q after the item's first K/V tile, so that tile is in flight first.
-      v3tma_ring::produce_tma(b, bar, maps, g, [&] { fill_q(b, qb, maps, i, j, lane); });
-      g += b.n_tiles;
-      ++j;
-    }
-    if (!dynamic) {
-      i += gridDim.x;
-      continue;
-    }
-    if (lane == 0 && drawn == static_cast<unsigned int>(n_items) - 1) atomicExch(tickets, 0u);
-    const int64_t next = int64_t{gridDim.x} + __shfl_sync(0xffffffffu, drawn, 0);
-    i = next < n_items ? static_cast<int>(next) : n_items;
+    if (!b.live) continue;  // a row tile past its sequence's rows has no work
+    // Q after the item's first K/V tile, so that tile is in flight first.
+    v3tma_ring::produce_tma(b, bar, maps, g, [&] { fill_q(b, qb, maps, i, j, lane); });
+    g += b.n_tiles;
+    ++j;
   }
   for (int w = 0; w < 2; ++w) {
     if (j > 0) mbarrier_wait_parity(&qb.empty_q[w], (j - 1) & 1);
@@ -174,18 +152,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// A counter for the next launch, round robin; -1 (the static walk) with
-// FOLIO_PREFILL_DYNAMIC=0, kept for comparison.
-int next_ticket_slot() {
-  static const bool dynamic = [] {
-    const char* e = std::getenv("FOLIO_PREFILL_DYNAMIC");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
-  static std::atomic<unsigned int> next{0};
-  return dynamic ? static_cast<int>(next.fetch_add(1, std::memory_order_relaxed) % kTicketSlots)
-                 : -1;
-}
-
 }  // namespace
 }  // namespace v3tmaq
 
@@ -197,7 +163,7 @@ Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, voi
     return launch_v3tma(p, plan, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
     v3tmaq::MapsQ maps;  // the K/V maps are encoded by the launch
-    maps.ticket_slot = v3tmaq::next_ticket_slot();
+    maps.ticket_slot = item_deal::next_ticket_slot();
     FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.q, p.dtype, p.q, plan.num_tokens, p.num_heads,
                                           p.head_dim, G, 64 / G));
     return v3tma_ring::launch_tma_kernel<T>(v3tmaq::prefill_v3tmaq_kernel<T>, a, p, plan,

@@ -91,17 +91,19 @@ int main(int argc, char** argv) {
       if (vi == 3) return folio::cuda::prefill_detail::launch_v3n128(p, plan, nullptr);
       if (vi == 4 || vi == 5) return folio::cuda::prefill_detail::launch_v3pw(p, plan, nullptr);
       if (vi == 6 || vi == 7) return folio::cuda::prefill_detail::launch_v3pwpp(p, plan, nullptr);
-      if (vi == 8 || vi == 9) return folio::cuda::prefill_detail::launch_v3tma(p, plan, nullptr);
+      // The dealt item walk's counters are back at zero after every launch (v3tma, v3tmaq).
+      const auto counters_reset = [](folio::Status st) {
+        for (unsigned t : folio::cuda::prefill_detail::item_deal::g_item_tickets)
+          if (t != 0)
+            return folio::internal_error("an item counter left at " + std::to_string(t));
+        return st;
+      };
+      if (vi == 8 || vi == 9)
+        return counters_reset(folio::cuda::prefill_detail::launch_v3tma(p, plan, nullptr));
       if (vi == 10 || vi == 11) return folio::cuda::prefill_detail::launch_v3tmap(p, plan, nullptr);
       if (vi == 12 || vi == 13) return folio::cuda::prefill_detail::launch_v3tmapp(p, plan, nullptr);
-      if (vi >= 14) {
-        const folio::Status st = folio::cuda::prefill_detail::launch_v3tmaq(p, plan, nullptr);
-        // The dynamic item walk's counters are back at zero after every launch.
-        for (unsigned t : folio::cuda::prefill_detail::v3tmaq::g_item_tickets)
-          if (t != 0) return folio::internal_error("v3tmaq: an item counter left at " +
-                                                   std::to_string(t));
-        return st;
-      }
+      if (vi >= 14)
+        return counters_reset(folio::cuda::prefill_detail::launch_v3tmaq(p, plan, nullptr));
       const V3Variant v = vi == 0   ? V3Variant::kPlain
                           : vi == 1 ? V3Variant::kPipelined
                                     : V3Variant::kPipelinedQRegs;
