@@ -75,4 +75,14 @@ struct Walk {
   }
 };
 
+// A consumer warp's read of the item the producer published in `slot` (after the wait on the
+// barrier whose arrival published it): lane 0 reads and the warp gets it by shuffle, so that the
+// read is ordered before the warp's later release of the slot by that same lane's arrival (the
+// other lanes' reads would be ordered only through a __syncwarp, which racecheck does not follow).
+__device__ __forceinline__ int receive(const int& slot) {
+  int i = 0;
+  if (threadIdx.x % 32 == 0) i = slot;
+  return __shfl_sync(0xffffffffu, i, 0);
+}
+
 }  // namespace folio::cuda::prefill_detail::item_deal

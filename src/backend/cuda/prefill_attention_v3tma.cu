@@ -55,10 +55,6 @@ using v3pw_ring::Blk;
 using v3pw_ring::kStages;
 using v3pw_ring::kThreads;
 
-struct MapsT : v3tma_ring::Maps {
-  int ticket_slot = -1;  // the launch's item counter (item_deal); -1: the static walk
-};
-
 // The item whose tile 0 fills stage st (-1: the end), right after the ring's barriers.
 struct ItemSlots {
   int item[v3pw_ring::kStages];
@@ -82,8 +78,8 @@ __device__ __forceinline__ void publish_item(Barriers& bar, ItemSlots& slots, in
 // The producer warp's walk over its block's items, then the end: -1 and a bare arrival on the
 // full barrier of the next ring position (count 1: it completes the phase without bytes).
 template <typename T>
-__device__ void produce_items(Blk<T>& b, Barriers& bar, ItemSlots& slots, const MapsT& maps,
-                              int num_seqs) {
+__device__ void produce_items(Blk<T>& b, Barriers& bar, ItemSlots& slots,
+                              const v3tma_ring::Maps& maps, int num_seqs) {
   const int lane = threadIdx.x % 32;
   int g = 0;  // ring fills so far
   for (item_deal::Walk walk(b.a.row_tiles * num_seqs * b.a.num_kv_heads, maps.ticket_slot);
@@ -101,7 +97,7 @@ __device__ void produce_items(Blk<T>& b, Barriers& bar, ItemSlots& slots, const 
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
-    prefill_v3tma_kernel(Args<T> a, const __grid_constant__ MapsT maps, int num_seqs) {
+    prefill_v3tma_kernel(Args<T> a, const __grid_constant__ v3tma_ring::Maps maps, int num_seqs) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma and TMA need sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
@@ -123,9 +119,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int g = 0;;) {  // g: ring fills so far
     const int st = g % kStages;
     mbarrier_wait_parity(&bar.full_k[st], (g / kStages) & 1);  // the item's tile 0, or the end
-    int i = 0;
-    if (threadIdx.x % 32 == 0) i = slots.item[st];
-    i = __shfl_sync(0xffffffffu, i, 0);
+    const int i = item_deal::receive(slots.item[st]);          // released again through empty_k[st]
     if (i < 0) break;
     v3tma_ring::take_item(b, i, num_seqs);
     v3tma_ring::load_q_warpgroup(b, g);
@@ -142,11 +136,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 Status launch_v3tma(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream) {
   if (!v3tma_ring::tma_ring_fits(p)) return launch_v3(p, plan, V3Variant::kPlain, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
-    v3tma::MapsT maps;  // the K/V maps are encoded by the launch
-    maps.ticket_slot = item_deal::next_ticket_slot();
     return v3tma_ring::launch_tma_kernel<T>(v3tma::prefill_v3tma_kernel<T>, a, p, plan,
                                             v3pw_ring::kThreads, stream, "prefill_v3tma_kernel",
-                                            maps, v3tma::kSmemBytes);
+                                            v3tma_ring::Maps{}, v3tma::kSmemBytes);
   });
 }
 

@@ -31,6 +31,9 @@ constexpr uint32_t kTileBytes = BN * D * 2;  // one K or V fill, zero-filled box
 // and a one-slot box, for K and V.
 struct Maps {
   CUtensorMap k_page, v_page, k_row, v_row;
+  // The launch's item counter (prefill_attention_items.cuh) for the kernels that deal their
+  // items (v3tma, v3tmaq); -1: the static walk.
+  int ticket_slot = -1;
 };
 
 // Thread 0; then fence for the async proxy and the caller's __syncthreads.

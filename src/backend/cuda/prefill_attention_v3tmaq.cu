@@ -49,8 +49,7 @@ using v3pw_ring::kThreads;
 constexpr uint32_t kQHalfBytes = 64 * v3pw_ring::D * 2;  // one warpgroup's 64 rows
 
 struct MapsQ : v3tma_ring::Maps {
-  CUtensorMap q;         // q [tokens, heads, head_dim], box (64, G, 64 / G)
-  int ticket_slot = -1;  // the launch's item counter (item_deal); -1: the static walk
+  CUtensorMap q;  // q [tokens, heads, head_dim], box (64, G, 64 / G)
 };
 
 using v3pw_ring::QBarriers;
@@ -137,12 +136,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // The consumers take the items the producer hands them with their Q, until it hands them -1.
   for (int j = 0, g = 0;; ++j) {  // j: items so far (full_q's phase), g: ring fills so far
-    mbarrier_wait_parity(&qb.full_q[b.wg], j & 1);  // TMA wrote Q: no proxy fence
-    // Lane 0 reads the item, the lane whose arrival on empty_q later lets the producer overwrite
-    // it: the read is then ordered before that write by the arrival itself.
-    int i = 0;
-    if (threadIdx.x % 32 == 0) i = qb.item[b.wg];
-    i = __shfl_sync(0xffffffffu, i, 0);
+    mbarrier_wait_parity(&qb.full_q[b.wg], j & 1);    // TMA wrote Q: no proxy fence
+    const int i = item_deal::receive(qb.item[b.wg]);  // released again through empty_q
     if (i < 0) break;
     v3tma_ring::take_item(b, i, num_seqs);
     v3pw_ring::consume_tiles</*kFence=*/false, /*kQRelease=*/true>(b, bar, g,
@@ -162,8 +157,7 @@ Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, voi
       reinterpret_cast<uintptr_t>(p.q) % 16 != 0)
     return launch_v3tma(p, plan, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
-    v3tmaq::MapsQ maps;  // the K/V maps are encoded by the launch
-    maps.ticket_slot = item_deal::next_ticket_slot();
+    v3tmaq::MapsQ maps;  // the K/V maps and the ticket slot are set by the launch
     FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.q, p.dtype, p.q, plan.num_tokens, p.num_heads,
                                           p.head_dim, G, 64 / G));
     return v3tma_ring::launch_tma_kernel<T>(v3tmaq::prefill_v3tmaq_kernel<T>, a, p, plan,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/prefill_attention_items.cuh"
 #include "backend/cuda/prefill_attention_v3tma.cuh"
 
 namespace folio::cuda::prefill_detail::v3tma_ring {
@@ -17,6 +18,7 @@ Status launch_tma_kernel(void (*kernel)(Args<T>, M, int), const Args<T>& a,
                          const PagedAttentionParams& p, const PrefillPlan& plan, int threads,
                          void*, const char*, M maps = {}, size_t bytes = v3pw_ring::kSmemBytes) {
   FOLIO_RETURN_IF_ERROR(encode_maps(&maps, p));
+  maps.ticket_slot = item_deal::next_ticket_slot();
   const int64_t items = static_cast<int64_t>(a.row_tiles) * p.num_seqs * a.num_kv_heads;
   int blocks = static_cast<int>(items);
   if (persistent_launch(plan, static_cast<int64_t>(a.row_tiles) * p.num_seqs)) {
