@@ -148,6 +148,8 @@ struct CudaLlamaExecutor::Impl {
     cuda::PrefillPlan prefill_plan;    // over the group's query_start
   };
   bool kv_fp8() const { return kv.dtype == KvCacheDtype::kFp8E4m3; }
+  // What the decode planner's default kernel depends on besides the shape.
+  cuda::DecodeCacheFormat decode_cache_format() const { return {kv.block_size, kv_fp8()}; }
   bool split_mixed = false;
   std::vector<StepGroup> step_groups;   // the current step's
   std::vector<int32_t> fp8_table_host;  // block_table's CSR layout, scratch block ids

@@ -76,7 +76,8 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
   for (int B : graph_buckets) {
     FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention_bounded(
                                           B, max_model_len, config.num_heads,
-                                          config.num_kv_heads, config.head_dim, info.num_sms));
+                                          config.num_kv_heads, config.head_dim, info.num_sms, 0,
+                                          cuda::DecodeKernel::kDefault, decode_cache_format()));
     workspace = std::max(workspace, plan.workspace_bytes);
   }
   return ensure_device(graph_workspace, workspace);
@@ -131,7 +132,8 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   d.logits_rows = i32(L.logits_rows);
   FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention_bounded(
                                         B, max_model_len, config.num_heads, config.num_kv_heads,
-                                        config.head_dim, info.num_sms));
+                                        config.head_dim, info.num_sms, 0,
+                                        cuda::DecodeKernel::kDefault, decode_cache_format()));
   const size_t k = static_cast<size_t>(std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) -
                                        graph_buckets.begin());
   const StepShape shape{B, B};

@@ -232,6 +232,22 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
             c.batch, c.ctx, bs, what, us, bytes / us / 1e6, 100.0 * bytes / us / 1e6 / copy_tbps,
             plan.partition_size, plan.max_partitions);
       };
+      {  // what the engine runs: the planner's own kernel and split for this page size
+        auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
+                                          DecodeKernel::kDefault, DecodeCacheFormat{bs, false});
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
+        ASSERT_TRUE(ws.ok());
+        const double us = median_us([&] { (void)decode_attention(p, *plan, ws->data(), nullptr); });
+        const double us_q =
+            median_us([&] { (void)decode_attention(p, *plan, ws->data(), nullptr); }, evict_l2);
+        std::printf("K1 decode b%d L%d page %d default (%s): %.1f us = %.0f%% of copy; queued "
+                    "%.1f us, %.2f TB/s = %.0f%% of queued copy (partition %d x %d)\n",
+                    c.batch, c.ctx, bs, plan->kernel == DecodeKernel::kTc ? "tc" : "v2", us,
+                    100.0 * bytes / us / 1e6 / copy_tbps, us_q, bytes / us_q / 1e6,
+                    100.0 * bytes / us_q / 1e6 / copy_q_tbps, plan->partition_size,
+                    plan->max_partitions);
+      }
       for (DecodeKernel k : {DecodeKernel::kV1, DecodeKernel::kV2}) {
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0, k);
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();

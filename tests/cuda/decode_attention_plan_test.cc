@@ -69,6 +69,39 @@ TEST(DecodeAttentionPlanTest, KernelFromEnvironment) {
   EXPECT_EQ(plan->kernel, DecodeKernel::kV2);
 }
 
+// Token mode on a 16-bit cache takes v2 where v2's plan is unsplit (DecodeCacheFormat); pages
+// of 16, fp8 caches, split plans and an explicit choice keep tc.
+TEST(DecodeAttentionPlanTest, TokenModeTakesV2WhereUnsplit) {
+  unsetenv("FOLIO_DECODE_KERNEL");
+  const DecodeCacheFormat token{1, false}, paged{16, false}, token_fp8{1, true};
+  auto kernel_for = [](int seqs, int len, DecodeCacheFormat f, DecodeKernel k) {
+    auto plan = plan_decode_attention(std::vector<int32_t>(seqs, len), 32, 8, 128, 132, 0, k, f);
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    if (plan->kernel == DecodeKernel::kV2) {
+      EXPECT_EQ(plan->max_partitions, 1);
+    }
+    return plan->kernel;
+  };
+  const DecodeKernel def = DecodeKernel::kDefault;
+  EXPECT_EQ(kernel_for(32, 2048, token, def), DecodeKernel::kV2);
+  EXPECT_EQ(kernel_for(128, 8192, token, def), DecodeKernel::kV2);
+  EXPECT_EQ(kernel_for(32, 2048, paged, def), DecodeKernel::kTc);
+  EXPECT_EQ(kernel_for(32, 2048, token_fp8, def), DecodeKernel::kTc);
+  EXPECT_EQ(kernel_for(1, 8192, token, def), DecodeKernel::kTc);  // split: issue-bound, tc
+  EXPECT_EQ(kernel_for(32, 2048, token, DecodeKernel::kTc), DecodeKernel::kTc);
+  setenv("FOLIO_DECODE_KERNEL", "tc", 1);
+  EXPECT_EQ(kernel_for(32, 2048, token, def), DecodeKernel::kTc);
+  unsetenv("FOLIO_DECODE_KERNEL");
+  // The CUDA-graph plan follows the same rule from its bound.
+  auto bounded = plan_decode_attention_bounded(64, 4096, 32, 8, 128, 132, 0, def, token);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->kernel, DecodeKernel::kV2);
+  EXPECT_EQ(bounded->workspace_bytes, 0u);
+  bounded = plan_decode_attention_bounded(2, 4096, 32, 8, 128, 132, 0, def, token);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->kernel, DecodeKernel::kTc);
+}
+
 // A bounded plan depends only on (num_seqs, bound, shape, num_sms): the same for any lengths.
 TEST(DecodeAttentionPlanTest, BoundedPlanIgnoresLengths) {
   for (int seqs : {1, 32, 128}) {

@@ -55,12 +55,17 @@ bool refine_enabled() {
   return on;
 }
 
-// Plans for `num_seqs` sequences whose lengths `len(i)` are known (or bounded) on the host.
+// Whether the caller left the kernel to the planner (no explicit kernel, no FOLIO_DECODE_KERNEL).
+bool kernel_left_to_planner(DecodeKernel kernel) {
+  const char* env = std::getenv("FOLIO_DECODE_KERNEL");
+  return kernel == DecodeKernel::kDefault && (env == nullptr || *env == '\0');
+}
+
+// Plans kernel k (resolved) for `num_seqs` sequences whose lengths `len(i)` are known (or
+// bounded) on the host.
 template <typename LenFn>
-Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads, int head_dim,
-                        int num_sms, int partition_size, DecodeKernel kernel) {
-  FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
-  FOLIO_ASSIGN_OR_RETURN(const DecodeKernel k, resolve_kernel(kernel, head_dim));
+Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_heads,
+                            int num_kv_heads, int head_dim, int num_sms, int partition_size) {
   const int max_p = k == DecodeKernel::kV1 ? kV1MaxPartition : kV2MaxPartition;
   if (partition_size != 0 && (partition_size < kMinPartition || partition_size > max_p ||
                               (partition_size & (partition_size - 1)) != 0))
@@ -118,6 +123,25 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
   return out;
 }
 
+template <typename LenFn>
+Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads, int head_dim,
+                        int num_sms, int partition_size, DecodeKernel kernel,
+                        DecodeCacheFormat cache) {
+  FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
+  FOLIO_ASSIGN_OR_RETURN(const DecodeKernel k, resolve_kernel(kernel, head_dim));
+  FOLIO_ASSIGN_OR_RETURN(DecodePlan out, plan_for(k, num_seqs, len, num_heads, num_kv_heads,
+                                                  head_dim, num_sms, partition_size));
+  // Token mode on a 16-bit cache: v2 where its plan is unsplit (DecodeCacheFormat says why).
+  if (k == DecodeKernel::kTc && kernel_left_to_planner(kernel) && cache.block_size == 1 &&
+      !cache.fp8) {
+    FOLIO_ASSIGN_OR_RETURN(DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads,
+                                                   num_kv_heads, head_dim, num_sms,
+                                                   partition_size));
+    if (v2.max_partitions == 1) return v2;
+  }
+  return out;
+}
+
 bool aligned16(const void* ptr) {
   return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
 }
@@ -126,18 +150,20 @@ bool aligned16(const void* ptr) {
 
 Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, int num_heads,
                                          int num_kv_heads, int head_dim, int num_sms,
-                                         int partition_size, DecodeKernel kernel) {
+                                         int partition_size, DecodeKernel kernel,
+                                         DecodeCacheFormat cache) {
   return plan(
       static_cast<int>(context_lens.size()), [&](int s) { return context_lens[s]; }, num_heads,
-      num_kv_heads, head_dim, num_sms, partition_size, kernel);
+      num_kv_heads, head_dim, num_sms, partition_size, kernel, cache);
 }
 
 Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_len, int num_heads,
                                                  int num_kv_heads, int head_dim, int num_sms,
-                                                 int partition_size, DecodeKernel kernel) {
+                                                 int partition_size, DecodeKernel kernel,
+                                                 DecodeCacheFormat cache) {
   return plan(
       num_seqs, [&](int) { return max_context_len; }, num_heads, num_kv_heads, head_dim, num_sms,
-      partition_size, kernel);
+      partition_size, kernel, cache);
 }
 
 bool decode_fuses_qkv_post(const DecodePlan& plan) {

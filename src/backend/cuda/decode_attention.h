@@ -38,10 +38,22 @@
 namespace folio::cuda {
 
 enum class DecodeKernel {
-  kDefault,  // FOLIO_DECODE_KERNEL (v1 | v2 | tc) when set, else tc at head_dim 128, else v2
+  kDefault,  // FOLIO_DECODE_KERNEL (v1 | v2 | tc) when set, else tc at head_dim 128 (but see
+             // DecodeCacheFormat), else v2
   kV1,       // two passes over the partition; head_dim 64 or 128
   kV2,       // one cp.async-pipelined pass with an online softmax; any supported head_dim
   kTc,       // v2's pass with q·K^T and P·V on tensor cores; head_dim 128, 16- or 8-bit cache
+};
+
+// The cache a plan is for, where the default kernel depends on it. Token mode (block_size 1) on a
+// 16-bit cache: an unsplit plan takes v2, not tc. Each token's slot is a lookup of its own there,
+// which v2's lanes spread better than tc's chunk-ahead hand-out; on the H100 (NOTES.md, K1 session
+// 15) tc reached 84% of the copy rate at b32 x 2048 and 89% at b128 x 2048 against v2's 87% and
+// 94%. Split plans (few sequences, issue-bound) keep tc, which is faster there (b1 x 8192: 23.1
+// against 25.8 us); on pages of 16 tokens and on fp8 caches tc stays the default everywhere.
+struct DecodeCacheFormat {
+  int block_size = 16;
+  bool fp8 = false;
 };
 
 struct DecodePlan {
@@ -91,7 +103,8 @@ inline constexpr int kMinRefinedPartition = 64;
 Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, int num_heads,
                                          int num_kv_heads, int head_dim, int num_sms,
                                          int partition_size = 0,
-                                         DecodeKernel kernel = DecodeKernel::kDefault);
+                                         DecodeKernel kernel = DecodeKernel::kDefault,
+                                         DecodeCacheFormat cache = {});
 
 // The CUDA-graph plan: sized for num_seqs sequences of up to max_context_len tokens each (for
 // example max_model_len), whatever their lengths at run time; see the contract above. The split
@@ -101,7 +114,8 @@ Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, 
 Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_len, int num_heads,
                                                  int num_kv_heads, int head_dim, int num_sms,
                                                  int partition_size = 0,
-                                                 DecodeKernel kernel = DecodeKernel::kDefault);
+                                                 DecodeKernel kernel = DecodeKernel::kDefault,
+                                                 DecodeCacheFormat cache = {});
 
 // Whether decode_attention under `plan` takes PagedAttentionParams::qkv_post (q and the new K/V
 // raw from the qkv projection: qkv_post's split, bias, rope and cache write done by the attention
