@@ -295,7 +295,7 @@ TEST(PrefillAttentionArgsTest, RejectsUnsupportedHeadDim) {
   EXPECT_EQ(prefill_attention(p, *plan, nullptr).code(), StatusCode::kUnimplemented);
 }
 
-TEST(PrefillAttentionPlanTest, PicksTheKernelByChunkLength) {
+TEST(PrefillAttentionPlanTest, TakesV3tmaqWhateverTheChunkLength) {
   if (prefill_kernel_override().has_value()) GTEST_SKIP() << "FOLIO_PREFILL_KERNEL is set";
   const auto kernel = [](std::vector<int32_t> qs) {
     auto plan = plan_prefill_attention(qs, 32, 8);
@@ -303,10 +303,9 @@ TEST(PrefillAttentionPlanTest, PicksTheKernelByChunkLength) {
     return plan.ok() ? plan->kernel : PrefillKernel::kV1;
   };
   EXPECT_EQ(kernel({0, 1024, 2048, 3072}), kV3tmaq);  // chunks of 1024
-  EXPECT_EQ(kernel({0, 2048, 4096}), kV3tma);         // of 2048
-  EXPECT_EQ(kernel({0, 1, 2, 3, 4099}), kV3tma);      // decode rows beside a 4096-token chunk
-  EXPECT_EQ(kernel({0, 2047}), kV3tmaq);
-  EXPECT_EQ(kernel({0}), kV3tmaq);  // nothing to do
+  EXPECT_EQ(kernel({0, 2048, 4096}), kV3tmaq);        // of 2048 (v3tma until session 15)
+  EXPECT_EQ(kernel({0, 1, 2, 3, 4099}), kV3tmaq);     // decode rows beside a 4096-token chunk
+  EXPECT_EQ(kernel({0}), kV3tmaq);                    // nothing to do
 }
 
 TEST(PrefillAttentionPlanTest, CountsRowTilesPerKvHead) {

@@ -66,30 +66,18 @@ std::optional<PrefillKernel> prefill_kernel_override() {
   return k;
 }
 
-// v3tmaq (Q fetched by the producer: cheap item starts) against v3tma (each warpgroup loads its
-// Q: a producer that never waits on the consumers), both with dealt items, on the H100
-// (2026-11-27, bench/results/2026-11-27-h100-s14-k2-shapes.log), TFLOP/s at 64 x 128 / 8 x 1024
-// / 4 x 2048 / 2 x 4096 / 1 x 8192: v3tmaq 86-87 / 327 / 399-404 / 453-459 / 478-496, v3tma
-// 74-75 / 290-322 / 411-414 / 470-479 / 516-518. Group sizes that do not divide 64 run v3tmaq as
-// v3tma; where the ring does not fit (head_dim other than 128, block sizes not a power of two in
-// 8..128) both run v3, and v3 runs v2x2 for head dims other than 64 and 128.
-PrefillKernel default_prefill_kernel(std::span<const int32_t> query_start) {
-  int64_t tokens = 0, tokens_sq = 0;
-  for (size_t s = 1; s < query_start.size(); ++s) {
-    const int64_t q_len = std::max<int64_t>(0, query_start[s] - query_start[s - 1]);
-    tokens += q_len;
-    tokens_sq += q_len * q_len;
-  }
-  return tokens > 0 && tokens_sq >= kLongChunkTokens * tokens ? PrefillKernel::kV3tma
-                                                              : PrefillKernel::kV3tmaq;
-}
-
 Result<PrefillPlan> plan_prefill_attention(std::span<const int32_t> query_start, int num_heads,
                                            int num_kv_heads) {
   if (num_heads <= 0 || num_kv_heads <= 0 || num_heads % num_kv_heads != 0)
     return invalid_argument("prefill plan: bad head counts");
   PrefillPlan plan;
-  plan.kernel = prefill_kernel_override().value_or(default_prefill_kernel(query_start));
+  // v3tmaq by default: on the H100 (2026-11-27, session 15, NOTES.md) it is the fastest on every
+  // K2 shape since its Q moved into registers (TFLOP/s at 64 x 128 / 8 x 1024 / 4 x 2048 /
+  // 2 x 4096 / 1 x 8192: 83-85 / 341-347 / 423-432 / 486-492 / 525-530; v3tma 74 / 316-321 /
+  // 405-410 / 466-470 / 505-517). Group sizes that do not divide 64 run v3tmaq as v3tma; where
+  // the ring does not fit (head_dim other than 128, block sizes not a power of two in 8..128)
+  // both run v3, and v3 runs v2x2 for head dims other than 64 and 128.
+  plan.kernel = prefill_kernel_override().value_or(PrefillKernel::kV3tmaq);
   plan.num_seqs = query_start.empty() ? 0 : static_cast<int>(query_start.size()) - 1;
   const int64_t group = num_heads / num_kv_heads;
   int64_t max_rows = 0;

@@ -10,7 +10,7 @@
 //
 // Kernels (PrefillKernel; the plan picks
 // FOLIO_PREFILL_KERNEL=v1|v2|v2x2|v3|v3p|v3pq|v3n128|v3pw|v3pwpp|v3tma|v3tmap|v3tmapp|v3tmaq,
-// by default v3tmaq for chunks shorter than kLongChunkTokens and v3tma for longer ones):
+// by default v3tmaq):
 //   v1:   wmma, O in shared memory, synchronous loads; head_dim 64 and 128 only.
 //   v2:   mma.sync FlashAttention-2, O and softmax state in registers, cp.async double-buffered
 //         K/V, causal tile skipping; 16 rows per warp (64 per block, Q in registers, 3 blocks
@@ -34,7 +34,7 @@
 //         8x1024): one warp cannot issue the whole gather.
 //   v3pwpp: v3pw with FA3's ping-pong: the two warpgroups take turns issuing their GEMMs (named
 //         barriers), so one's softmax overlaps the other's GEMMs. As slow as v3pw.
-//   v3tma (default for long chunks): v3pw with the ring filled by TMA (one bulk tensor copy
+//   v3tma: v3pw with the ring filled by TMA (one bulk tensor copy
 //         per page and column half, the K/V cache described by tensor maps) instead of the
 //         producer warp's cp.async gather, persistent (one block per SM, work items dealt from
 //         a counter); head_dim 128 with block sizes 8..128 (powers of two), the rest as v3.
@@ -43,9 +43,10 @@
 //         consumers by setmaxnreg).
 //   v3tmapp: v3tma with v3pwpp's ping-pong of the two warpgroups (turns on named barriers), in
 //         v3tmap's shell (producer warpgroup, setmaxnreg).
-//   v3tmaq (default for short chunks): v3tma with each item's Q fetched by the producer warp
-//         by TMA, so the consumers start an item without loading Q; groups dividing 64 (others
-//         run as v3tma).
+//   v3tmaq (the default): v3tma with each item's Q fetched by the producer warp by TMA and
+//         moved by the consumers into registers at the item's start (the Q tile is free for
+//         the next item's copy at once; a producer warpgroup gives its registers to the
+//         consumers by setmaxnreg); groups dividing 64 (others run as v3tma).
 #pragma once
 
 #include <cstdint>
@@ -64,14 +65,8 @@ enum class PrefillKernel {
 const char* prefill_kernel_name(PrefillKernel k);
 
 // FOLIO_PREFILL_KERNEL (read once): v1, v2, v2x2, v3, v3p, v3pq, v3n128, v3pw, v3pwpp, v3tma,
-// v3tmap, v3tmapp or v3tmaq; nullopt when unset or unknown (the plan then picks by length).
+// v3tmap, v3tmapp or v3tmaq; nullopt when unset or unknown (the plan then takes v3tmaq).
 std::optional<PrefillKernel> prefill_kernel_override();
-
-// The kernel a plan takes without an override: v3tma where the typical query token (weighted by
-// tokens: sum q_len^2 / sum q_len) belongs to a chunk of at least kLongChunkTokens, v3tmaq
-// below (prefill_attention.cu gives the measurements).
-constexpr int64_t kLongChunkTokens = 2048;
-PrefillKernel default_prefill_kernel(std::span<const int32_t> query_start);
 
 struct PrefillPlan {
   int num_seqs = 0;

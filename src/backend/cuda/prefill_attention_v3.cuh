@@ -190,13 +190,34 @@ struct Block {
   }
 
   // The same with Q from registers: only K is read from shared memory.
-  __device__ void issue_qk(float (&sc)[kBN / 2], const uint32_t (&qf)[D / 16][4], int st) const {
+  __device__ void issue_qk(float (&sc)[kBN / 2], const uint32_t (&qf)[D / 16][4], int st,
+                           bool first_half = false) const {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t ka = k_addr(st) + (kk / 4) * kBN * 128 + (kk % 4) * 32;
-      wgmma_m64n64k16_rs<T>(sc, qf[kk], wgmma_desc_sw128(ka, 16, 1024), kk > 0 ? 1 : 0);
+      const uint64_t db = wgmma_desc_sw128(ka, 16, 1024);
+      if constexpr (kBN == 64) {
+        wgmma_m64n64k16_rs<T>(sc, qf[kk], db, kk > 0 ? 1 : 0);
+      } else if (first_half) {
+        wgmma_m64n64k16_rs<T>(*reinterpret_cast<float(*)[32]>(sc), qf[kk], db, kk > 0 ? 1 : 0);
+      } else {
+        wgmma_m64n128k16_rs<T>(sc, qf[kk], db, kk > 0 ? 1 : 0);
+      }
     }
     wgmma_commit();
+  }
+
+  // Q as this thread's A fragments (load_q_frags' layout) from the Q tile in shared memory (the
+  // 128-byte-swizzled panels v3tmaq's producer fills by TMA): 32 4-byte loads, pairs of columns
+  // never straddle a 16-byte chunk.
+  __device__ void load_q_frags_smem(uint32_t (&qf)[D / 16][4]) const {
+    static_assert(!kQRegs, "Q has no shared-memory tile");
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)  // a0..a3 = (row g | g + 8) x (cols 2t | 2t + 8)
+        qf[kk][e] = *reinterpret_cast<const uint32_t*>(
+            q_s + sw128_offset(wr0 + g + 8 * (e % 2), kk * 16 + 2 * tq + (e / 2) * 8, BM));
   }
 
   // O += P · V of stage st: kBN / 16 wgmmas (the first n_steps only: keys [0, 16 n_steps) of

@@ -4,12 +4,17 @@
 //
 // Why: at 8 x 1024 an item is only 1-8 key tiles (4.5 on average), and in v3tma both consumer
 // warpgroups start every item by syncing, loading their 64 Q rows with cp.async (16 per thread),
-// waiting for them, fencing and syncing again, with the tensor cores idle. Here the producer
-// issues the next item's Q as soon as a warpgroup has finished its S and P V of the current
-// item, so the copy is in flight during the store, and the consumers only wait on a barrier.
-// (Session 6 tried the consumers prefetching Q themselves: the extra registers spilled and it
-// was slower. Releasing Q right after the last S instead, to overlap the last softmax and P V
-// too, measured the same: NOTES.md.)
+// waiting for them, fencing and syncing again, with the tensor cores idle. Here each warpgroup
+// waits on a barrier for the Q the producer copied, moves its rows into registers (the A
+// operand of S = Q K^T: 32 registers per thread) and releases the Q tile at once, so the
+// producer fetches the next item's Q while this item runs. (Session 13 kept Q in shared memory
+// until the item's last S or P V: the next item then waited for its copy, 8 x 1024 325 against
+// 344 TFLOP/s; NOTES.md.)
+//
+// Registers: S, P, O and the Q fragments do not fit the 168 registers a 288-thread block
+// allows, so the block is 384 threads, as v3tmap's (prefill_attention_v3tma_wg.cuh): warps
+// 8-11 drop to kWgProducerRegs by setmaxnreg (only warp 8 produces, the others exit) and the
+// consumer warpgroups rise to kWgConsumerRegs.
 //
 // Q's rows: a 128-row item is 128 / G tokens x the G query heads of one KV head, row r = token
 // G + g, and those G heads are contiguous in q [token, head, head_dim]. So a 3-D tensor map over
@@ -21,11 +26,11 @@
 //
 // Protocol, per consumer warpgroup w and the block's j-th item: full_q[w] (count 1) completes
 // when the producer's arrive.expect_tx(16 KB) and both copies have landed (phase j); empty_q[w]
-// (count 4, lane 0 of each warp) completes when every warp of w is past the waits that retired
-// all its S and P V wgmmas of item j (phase j; a warpgroup without tiles arrives after its wait
-// on full_q, so that the arrival counts toward item j). The producer waits on empty_q[w] phase
-// j - 1 before issuing item j's copies, right after item j's first K/V tile, so that tile is in
-// flight first. Q keeps its own 32 KB, so the ring stays 3 stages deep.
+// (count 4, lane 0 of each warp) completes when every warp of w has read its Q rows of item j
+// into registers (phase j; before the item's first tile, with or without tiles). The producer
+// waits on empty_q[w] phase j - 1 before issuing item j's copies, right after item j's first
+// K/V tile, so that tile is in flight first. Q keeps its own 32 KB, so the ring stays 3 stages
+// deep.
 //
 // Work items are dealt from a counter (prefill_attention_items.cuh): the producer hands each to
 // the consumers in QBarriers::item with its Q, and -1 once there are none left.
@@ -36,6 +41,7 @@
 #include "backend/cuda/prefill_attention_v3_launch.cuh"
 #include "backend/cuda/prefill_attention_v3tma.cuh"
 #include "backend/cuda/prefill_attention_v3tma_launch.cuh"
+#include "backend/cuda/prefill_attention_v3tma_wg.cuh"
 
 namespace folio::cuda::prefill_detail {
 namespace v3tmaq {
@@ -44,7 +50,6 @@ namespace {
 using v3k::Args;
 using v3pw_ring::Barriers;
 using v3pw_ring::Blk;
-using v3pw_ring::kThreads;
 
 constexpr uint32_t kQHalfBytes = 64 * v3pw_ring::D * 2;  // one warpgroup's 64 rows
 
@@ -110,38 +115,40 @@ __device__ void produce_items(Blk<T>& b, Barriers& bar, QBarriers& qb, const Map
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(v3tma_ring::kWgThreads, 1)
     prefill_v3tmaq_kernel(Args<T> a, const __grid_constant__ MapsQ maps, int num_seqs) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma and TMA need sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  Blk<T> b(a, smem_raw);  // warp 8 gets a warpgroup index of 2, unused
+  Blk<T> b(a, smem_raw);  // warps 8-11 get a warpgroup index of 2, unused
   Barriers& bar = v3pw_ring::barriers(b);
   QBarriers& qb = v3pw_ring::q_barriers(b);
   init_q_barriers(qb);
   v3tma_ring::init_tma_barriers(bar);
   __syncthreads();  // the only block barrier: the mbarriers exist before anyone uses them
-  const bool producer = threadIdx.x / 32 == v3pw_ring::kProducerWarp;
-  if (producer && threadIdx.x % 32 == 0) {
-    tma_prefetch_map(&maps.k_page);
-    tma_prefetch_map(&maps.v_page);
-    tma_prefetch_map(&maps.q);
-  }
-  // Separate loops: in one loop with the role inside, the producer's Q state shares the
-  // consumers' register budget (168 at 288 threads) and made them spill.
-  if (producer) {
+  const int warp = threadIdx.x / 32;
+  // Separate loops for the two roles (in one loop the producer's state took consumer registers).
+  if (warp >= v3pw_ring::kProducerWarp) {
+    setmaxnreg_dec<v3tma_ring::kWgProducerRegs>();
+    if (warp != v3pw_ring::kProducerWarp) return;
+    if (threadIdx.x % 32 == 0) {
+      tma_prefetch_map(&maps.k_page);
+      tma_prefetch_map(&maps.v_page);
+      tma_prefetch_map(&maps.q);
+    }
     produce_items(b, bar, qb, maps, num_seqs);
     return;
   }
+  setmaxnreg_inc<v3tma_ring::kWgConsumerRegs>();
   // The consumers take the items the producer hands them with their Q, until it hands them -1.
   for (int j = 0, g = 0;; ++j) {  // j: items so far (full_q's phase), g: ring fills so far
     mbarrier_wait_parity(&qb.full_q[b.wg], j & 1);    // TMA wrote Q: no proxy fence
     const int i = item_deal::receive(qb.item[b.wg]);  // released again through empty_q
     if (i < 0) break;
     v3tma_ring::take_item(b, i, num_seqs);
-    v3pw_ring::consume_tiles</*kFence=*/false, /*kQRelease=*/true>(b, bar, g,
-                                                                   /*more_items=*/true);
+    v3pw_ring::consume_tiles</*kFence=*/false, /*kQRegs=*/true>(b, bar, g,
+                                                                /*more_items=*/true);
     g += b.n_tiles;
   }
 #endif
@@ -161,8 +168,8 @@ Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, voi
     FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.q, p.dtype, p.q, plan.num_tokens, p.num_heads,
                                           p.head_dim, G, 64 / G));
     return v3tma_ring::launch_tma_kernel<T>(v3tmaq::prefill_v3tmaq_kernel<T>, a, p, plan,
-                                            v3pw_ring::kThreads, stream, "prefill_v3tmaq_kernel",
-                                            maps, v3tmaq::kSmemBytes);
+                                            v3tma_ring::kWgThreads, stream,
+                                            "prefill_v3tmaq_kernel", maps, v3tmaq::kSmemBytes);
   });
 }
 

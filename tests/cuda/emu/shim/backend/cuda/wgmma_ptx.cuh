@@ -241,6 +241,11 @@ inline void wgmma_m64n64k16_rs_tb(float (&d)[32], const uint32_t (&a)[4], uint64
   emu_wgmma_rs<T, 64>(d, a, desc_b, false, scale_d);
 }
 template <typename T>
+inline void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
+                                int scale_d) {
+  emu_wgmma_rs<T, 128>(d, a, desc_b, true, scale_d);
+}
+template <typename T>
 inline void wgmma_m64n128k16_rs_tb(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
                                    int scale_d) {
   emu_wgmma_rs<T, 128>(d, a, desc_b, false, scale_d);
