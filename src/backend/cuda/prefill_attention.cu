@@ -73,8 +73,7 @@ Result<PrefillPlan> plan_prefill_attention(std::span<const int32_t> query_start,
   PrefillPlan plan;
   // v3tmaq by default: on the H100 (2026-11-27, session 15, NOTES.md) it is the fastest on every
   // K2 shape since its Q moved into registers (TFLOP/s at 64 x 128 / 8 x 1024 / 4 x 2048 /
-  // 2 x 4096 / 1 x 8192: 83-85 / 341-347 / 423-432 / 486-492 / 525-530; v3tma 74 / 316-321 /
-  // 405-410 / 466-470 / 505-517). Group sizes that do not divide 64 run v3tmaq as v3tma; where
+  // 2 x 4096 / 1 x 8192: 88 / 352 / 438 / 503 / 538; v3tma 74 / 321 / 408 / 472 / 511). Group sizes that do not divide 64 run v3tmaq as v3tma; where
   // the ring does not fit (head_dim other than 128, block sizes not a power of two in 8..128)
   // both run v3, and v3 runs v2x2 for head dims other than 64 and 128.
   plan.kernel = prefill_kernel_override().value_or(PrefillKernel::kV3tmaq);

@@ -76,17 +76,11 @@ __device__ __forceinline__ void fill(const Blk<T>& b, const CUtensorMap* page_ma
   }
 }
 
-struct NoFill {
-  __device__ void operator()() const {}
-};
-
 // The producer warp on one work item: K(t) and V(t) of each of its key tiles at ring positions
 // g0 + t (the fills before it, of earlier items of a persistent block), each after the stage's
-// previous fill was released; after_first_tile() runs once tile 0 is issued (v3tmaq fills Q
-// there).
-template <typename T, typename AfterFirstTile = NoFill>
-__device__ void produce_tma(const Blk<T>& b, Barriers& bar, const Maps& maps, int g0,
-                            AfterFirstTile&& after_first_tile = {}) {
+// previous fill was released.
+template <typename T>
+__device__ void produce_tma(const Blk<T>& b, Barriers& bar, const Maps& maps, int g0) {
   const int lane = threadIdx.x % 32;
   for (int t = 0; t < b.n_tiles; ++t) {
     const int g = g0 + t, st = g % kStages;
@@ -95,7 +89,6 @@ __device__ void produce_tma(const Blk<T>& b, Barriers& bar, const Maps& maps, in
     fill(b, &maps.k_page, &maps.k_row, b.k_tile(st), &bar.full_k[st], t, lane);
     if (g >= kStages) mbarrier_wait_parity(&bar.empty_v[st], prev_parity);
     fill(b, &maps.v_page, &maps.v_row, b.v_tile(st), &bar.full_v[st], t, lane);
-    if (t == 0) after_first_tile();
   }
 }
 

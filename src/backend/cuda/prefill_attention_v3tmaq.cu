@@ -28,9 +28,9 @@
 // when the producer's arrive.expect_tx(16 KB) and both copies have landed (phase j); empty_q[w]
 // (count 4, lane 0 of each warp) completes when every warp of w has read its Q rows of item j
 // into registers (phase j; before the item's first tile, with or without tiles). The producer
-// waits on empty_q[w] phase j - 1 before issuing item j's copies, right after item j's first
-// K/V tile, so that tile is in flight first. Q keeps its own 32 KB, so the ring stays 3 stages
-// deep.
+// waits on empty_q[w] phase j - 1 before issuing item j's copies, ahead of item j's first K/V
+// tile (after that tile, as sessions 13-14 did, the copy waited for a free ring stage: 8 x 1024
+// 345 against 353 TFLOP/s). Q keeps its own 32 KB, so the ring stays 3 stages deep.
 //
 // Work items are dealt from a counter (prefill_attention_items.cuh): the producer hands each to
 // the consumers in QBarriers::item with its Q, and -1 once there are none left.
@@ -88,7 +88,7 @@ __device__ __forceinline__ void fill_q(const Blk<T>& b, QBarriers& qb, const Map
 }
 
 // The producer warp's walk over its block's items (header comment): K/V tiles by the ring, Q
-// after each item's first tile, then the end (-1) for each warpgroup once it released its last Q.
+// ahead of each item's tiles, then the end (-1) for each warpgroup once it released its last Q.
 template <typename T>
 __device__ void produce_items(Blk<T>& b, Barriers& bar, QBarriers& qb, const MapsQ& maps,
                               int num_seqs) {
@@ -100,8 +100,10 @@ __device__ void produce_items(Blk<T>& b, Barriers& bar, QBarriers& qb, const Map
     const int i = walk.i;
     v3tma_ring::take_item(b, i, num_seqs);
     if (!b.live) continue;  // a row tile past its sequence's rows has no work
-    // Q after the item's first K/V tile, so that tile is in flight first.
-    v3tma_ring::produce_tma(b, bar, maps, g, [&] { fill_q(b, qb, maps, i, j, lane); });
+    // Q before the item's tiles: the previous item released its Q at its start, so this rarely
+    // waits, and the consumers can take Q into registers while tile 0 is in flight.
+    fill_q(b, qb, maps, i, j, lane);
+    v3tma_ring::produce_tma(b, bar, maps, g);
     g += b.n_tiles;
     ++j;
   }
