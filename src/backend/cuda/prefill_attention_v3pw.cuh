@@ -165,8 +165,8 @@ __device__ __forceinline__ void release_skipped(Barriers& bar, int st, uint32_t 
 // One key tile of this warpgroup (v3n128's tile step with the stage handshakes). kHalf: only
 // keys [0, 64) of the tile are at or before some row of the warpgroup; the two instances are
 // separate straight-line paths (a per-wgmma choice makes ptxas serialize every wgmma, C7520).
-// kQRegs: S reads Q from the warpgroup's registers (qf) instead of the Q tile.
-template <bool kHalf, bool kFence, bool kQRegs, typename T>
+// kQTileToRegs: S reads Q from the warpgroup's registers (qf) instead of the Q tile.
+template <bool kHalf, bool kFence, bool kQTileToRegs, typename T>
 __device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float (&o)[D / 2],
                                           float (&m)[2], float (&l)[2],
                                           const uint32_t (&qf)[D / 16][4], int t, int st,
@@ -177,7 +177,7 @@ __device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float 
   acquire<kFence>(&bar.full_k[st], parity);  // K(t), and Q with tile 0
   wgmma_fence_operand(sc);
   wgmma_fence();
-  if constexpr (kQRegs) {
+  if constexpr (kQTileToRegs) {
     b.issue_qk(sc, qf, st, kHalf);
   } else {
     b.issue_qk(sc, st, kHalf);
@@ -205,17 +205,17 @@ __device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float 
 // that wgmma may read only after a proxy fence; TMA fills are async-proxy writes already and need
 // none. A persistent block (v3tma) runs one item after another on the same ring: g0 is the ring
 // position (fills so far) of this item's tile 0, and more_items says the producer goes on filling
-// after this item's tiles, so every skipped tile must be released. kQRegs (v3tmaq): Q came from
-// the producer's TMA copy; the warpgroup copies its rows into registers (the A operand of S) and
+// after this item's tiles, so every skipped tile must be released. kQTileToRegs (v3tmaq): Q came
+// from the producer's TMA copy; the warpgroup copies its rows into registers (S's A operand) and
 // releases the Q tile at once, so the producer can fetch the next item's Q while this item runs.
 // (Released after the item's last S or P V instead, as session 13 did, the next item waited for
 // its Q: 8 x 1024 325 against 344 TFLOP/s, NOTES.md.)
-template <bool kFence = true, bool kQRegs = false, typename T>
+template <bool kFence = true, bool kQTileToRegs = false, typename T>
 __device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
                               bool more_items = false) {
   const int n_wg = b.wg_tiles();  // warpgroup-uniform
-  uint32_t qf[D / 16][4];         // set and read only with kQRegs
-  if constexpr (kQRegs) {
+  uint32_t qf[D / 16][4];         // set and read only with kQTileToRegs
+  if constexpr (kQTileToRegs) {
     b.load_q_frags_smem(qf);
     release(&q_barriers(b).empty_q[b.wg]);
   }
@@ -228,9 +228,9 @@ __device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
     if (t < n_wg) {
       // Warpgroup-uniform: keys t * BN + 64 .. are past every row of this warpgroup.
       if (t * BN + 64 > b.wg_max_pos) {
-        tile_step<true, kFence, kQRegs>(b, bar, o, m, l, qf, t, st, parity);
+        tile_step<true, kFence, kQTileToRegs>(b, bar, o, m, l, qf, t, st, parity);
       } else {
-        tile_step<false, kFence, kQRegs>(b, bar, o, m, l, qf, t, st, parity);
+        tile_step<false, kFence, kQTileToRegs>(b, bar, o, m, l, qf, t, st, parity);
       }
     } else if (more_items || t + kStages < b.n_tiles) {  // not needed here, but refilled later
       release_skipped(bar, st, parity);

@@ -149,8 +149,8 @@ __global__ void __launch_bounds__(v3tma_ring::kWgThreads, 1)
     const int i = item_deal::receive(qb.item[b.wg]);  // released again through empty_q
     if (i < 0) break;
     v3tma_ring::take_item(b, i, num_seqs);
-    v3pw_ring::consume_tiles</*kFence=*/false, /*kQRegs=*/true>(b, bar, g,
-                                                                /*more_items=*/true);
+    v3pw_ring::consume_tiles</*kFence=*/false, /*kQTileToRegs=*/true>(b, bar, g,
+                                                                      /*more_items=*/true);
     g += b.n_tiles;
   }
 #endif
