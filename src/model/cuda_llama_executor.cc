@@ -54,10 +54,7 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
   cuda::DecodePlan decode;
   cuda::PrefillPlan prefill;
   if (all_decode) {
-    FOLIO_ASSIGN_OR_RETURN(decode, cuda::plan_decode_attention(
-                                       b.context_lens, config.num_heads, config.num_kv_heads,
-                                       config.head_dim, info.num_sms, 0,
-                                       cuda::DecodeKernel::kDefault, decode_cache_format()));
+    FOLIO_ASSIGN_OR_RETURN(decode, plan_decode(b.context_lens));
     FOLIO_RETURN_IF_ERROR(ensure_device(attn_workspace, decode.workspace_bytes));
   } else {
     FOLIO_ASSIGN_OR_RETURN(prefill, cuda::plan_prefill_attention(b.query_start, config.num_heads,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/cuda/cuda_graph.h"
@@ -148,8 +149,19 @@ struct CudaLlamaExecutor::Impl {
     cuda::PrefillPlan prefill_plan;    // over the group's query_start
   };
   bool kv_fp8() const { return kv.dtype == KvCacheDtype::kFp8E4m3; }
-  // What the decode planner's default kernel depends on besides the shape.
-  cuda::DecodeCacheFormat decode_cache_format() const { return {kv.block_size, kv_fp8()}; }
+  // Decode-attention plans for this model and cache (the planner's default kernel depends on the
+  // cache's block size and dtype too: DecodeCacheFormat): over the step's lengths, or bounded by
+  // max_model_len (the CUDA-graph plans).
+  Result<cuda::DecodePlan> plan_decode(std::span<const int32_t> lens) const {
+    return cuda::plan_decode_attention(lens, config.num_heads, config.num_kv_heads,
+                                       config.head_dim, info.num_sms, 0,
+                                       cuda::DecodeKernel::kDefault, {kv.block_size, kv_fp8()});
+  }
+  Result<cuda::DecodePlan> plan_decode_bounded(int num_seqs) const {
+    return cuda::plan_decode_attention_bounded(
+        num_seqs, max_model_len, config.num_heads, config.num_kv_heads, config.head_dim,
+        info.num_sms, 0, cuda::DecodeKernel::kDefault, {kv.block_size, kv_fp8()});
+  }
   bool split_mixed = false;
   std::vector<StepGroup> step_groups;   // the current step's
   std::vector<int32_t> fp8_table_host;  // block_table's CSR layout, scratch block ids

@@ -133,10 +133,7 @@ Status load_and_allocate(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int m
   // Decode workspace for max_num_seqs (and for one) sequences of max_model_len.
   for (int seqs : {m.options.max_num_seqs, 1}) {
     std::vector<int32_t> lens(seqs, max_len);
-    FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention(
-                                          lens, c.num_heads, c.num_kv_heads, c.head_dim,
-                                          m.info.num_sms, 0, cuda::DecodeKernel::kDefault,
-                                          m.decode_cache_format()));
+    FOLIO_ASSIGN_OR_RETURN(auto plan, m.plan_decode(lens));
     FOLIO_RETURN_IF_ERROR(ensure_device(m.attn_workspace, plan.workspace_bytes));
   }
   m.max_model_len = max_len;

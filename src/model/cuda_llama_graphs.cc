@@ -74,10 +74,7 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
   FOLIO_ASSIGN_OR_RETURN(graph_host, cuda::PinnedHostBuffer::allocate(largest.total));
   size_t workspace = 16;
   for (int B : graph_buckets) {
-    FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention_bounded(
-                                          B, max_model_len, config.num_heads,
-                                          config.num_kv_heads, config.head_dim, info.num_sms, 0,
-                                          cuda::DecodeKernel::kDefault, decode_cache_format()));
+    FOLIO_ASSIGN_OR_RETURN(auto plan, plan_decode_bounded(B));
     workspace = std::max(workspace, plan.workspace_bytes);
   }
   return ensure_device(graph_workspace, workspace);
@@ -130,10 +127,7 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   d.block_table_start = i32(L.block_table_start);
   d.block_table = i32(L.block_table);
   d.logits_rows = i32(L.logits_rows);
-  FOLIO_ASSIGN_OR_RETURN(auto plan, cuda::plan_decode_attention_bounded(
-                                        B, max_model_len, config.num_heads, config.num_kv_heads,
-                                        config.head_dim, info.num_sms, 0,
-                                        cuda::DecodeKernel::kDefault, decode_cache_format()));
+  FOLIO_ASSIGN_OR_RETURN(auto plan, plan_decode_bounded(B));
   const size_t k = static_cast<size_t>(std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) -
                                        graph_buckets.begin());
   const StepShape shape{B, B};

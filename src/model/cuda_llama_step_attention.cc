@@ -90,11 +90,7 @@ Status CudaLlamaExecutor::Impl::plan_step_attention(const ForwardBatch& b) {
     if (g.decode) {
       const std::span<const int32_t> lens(b.context_lens.data() + g.seq_begin,
                                           static_cast<size_t>(g.seq_end - g.seq_begin));
-      FOLIO_ASSIGN_OR_RETURN(g.decode_plan,
-                             cuda::plan_decode_attention(
-                                 lens, config.num_heads, config.num_kv_heads, config.head_dim,
-                                 info.num_sms, 0, cuda::DecodeKernel::kDefault,
-                                 decode_cache_format()));
+      FOLIO_ASSIGN_OR_RETURN(g.decode_plan, plan_decode(lens));
       FOLIO_RETURN_IF_ERROR(ensure_device(attn_workspace, g.decode_plan.workspace_bytes));
     } else {
       const std::span<const int32_t> qs(b.query_start.data() + g.seq_begin,

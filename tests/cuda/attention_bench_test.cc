@@ -236,9 +236,9 @@ TEST(AttentionBench, K1DecodeAndK2Prefill) {
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kDefault, DecodeCacheFormat{bs, false});
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        const double us = time_plan(*plan);
         auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
         ASSERT_TRUE(ws.ok());
-        const double us = median_us([&] { (void)decode_attention(p, *plan, ws->data(), nullptr); });
         const double us_q =
             median_us([&] { (void)decode_attention(p, *plan, ws->data(), nullptr); }, evict_l2);
         std::printf("K1 decode b%d L%d page %d default (%s): %.1f us = %.0f%% of copy; queued "

@@ -28,22 +28,31 @@ bool tc_supports(int head_dim) {
   return head_dim == 128;
 }
 
-Result<DecodeKernel> resolve_kernel(DecodeKernel kernel, int head_dim) {
+// The kernel a plan runs; by_planner: neither the caller nor FOLIO_DECODE_KERNEL chose it, so
+// the cache's format may still change it (plan()).
+struct KernelChoice {
+  DecodeKernel kernel;
+  bool by_planner;
+};
+
+Result<KernelChoice> resolve_kernel(DecodeKernel kernel, int head_dim) {
   if (kernel == DecodeKernel::kV1 && !v1_supports(head_dim))
     return unimplemented("decode plan: kernel v1 supports head_dim 64 and 128, not " +
                          std::to_string(head_dim));
   if (kernel == DecodeKernel::kTc && !tc_supports(head_dim))
     return unimplemented("decode plan: kernel tc supports head_dim 128, not " +
                          std::to_string(head_dim));
-  if (kernel != DecodeKernel::kDefault) return kernel;
+  if (kernel != DecodeKernel::kDefault) return KernelChoice{kernel, false};
   const char* env = std::getenv("FOLIO_DECODE_KERNEL");
   const std::string v = env ? env : "";
   // The default: tc at head_dim 128 (on the H100 it is 1.0-1.1x v2 on a 16-bit cache, B1 +3%,
   // B3 -1%, and 1.3-1.4x on an fp8 cache; NOTES.md), v2 elsewhere.
-  if (v.empty()) return tc_supports(head_dim) ? DecodeKernel::kTc : DecodeKernel::kV2;
-  if (v == "v2") return DecodeKernel::kV2;
-  if (v == "v1") return v1_supports(head_dim) ? DecodeKernel::kV1 : DecodeKernel::kV2;
-  if (v == "tc") return tc_supports(head_dim) ? DecodeKernel::kTc : DecodeKernel::kV2;
+  const DecodeKernel tc_or_v2 = tc_supports(head_dim) ? DecodeKernel::kTc : DecodeKernel::kV2;
+  if (v.empty()) return KernelChoice{tc_or_v2, true};
+  if (v == "v2") return KernelChoice{DecodeKernel::kV2, false};
+  if (v == "v1")
+    return KernelChoice{v1_supports(head_dim) ? DecodeKernel::kV1 : DecodeKernel::kV2, false};
+  if (v == "tc") return KernelChoice{tc_or_v2, false};
   return invalid_argument("FOLIO_DECODE_KERNEL=" + v + " (expected v1, v2 or tc)");
 }
 
@@ -53,12 +62,6 @@ bool refine_enabled() {
     return e == nullptr || std::strcmp(e, "0") != 0;
   }();
   return on;
-}
-
-// Whether the caller left the kernel to the planner (no explicit kernel, no FOLIO_DECODE_KERNEL).
-bool kernel_left_to_planner(DecodeKernel kernel) {
-  const char* env = std::getenv("FOLIO_DECODE_KERNEL");
-  return kernel == DecodeKernel::kDefault && (env == nullptr || *env == '\0');
 }
 
 // Plans kernel k (resolved) for `num_seqs` sequences whose lengths `len(i)` are known (or
@@ -128,11 +131,11 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
                         int num_sms, int partition_size, DecodeKernel kernel,
                         DecodeCacheFormat cache) {
   FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
-  FOLIO_ASSIGN_OR_RETURN(const DecodeKernel k, resolve_kernel(kernel, head_dim));
-  FOLIO_ASSIGN_OR_RETURN(DecodePlan out, plan_for(k, num_seqs, len, num_heads, num_kv_heads,
-                                                  head_dim, num_sms, partition_size));
+  FOLIO_ASSIGN_OR_RETURN(const KernelChoice choice, resolve_kernel(kernel, head_dim));
+  FOLIO_ASSIGN_OR_RETURN(DecodePlan out, plan_for(choice.kernel, num_seqs, len, num_heads,
+                                                  num_kv_heads, head_dim, num_sms, partition_size));
   // Token mode on a 16-bit cache: v2 where its plan is unsplit (DecodeCacheFormat says why).
-  if (k == DecodeKernel::kTc && kernel_left_to_planner(kernel) && cache.block_size == 1 &&
+  if (choice.by_planner && choice.kernel == DecodeKernel::kTc && cache.block_size == 1 &&
       !cache.fp8) {
     FOLIO_ASSIGN_OR_RETURN(DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads,
                                                    num_kv_heads, head_dim, num_sms,

@@ -73,9 +73,10 @@ Result<PrefillPlan> plan_prefill_attention(std::span<const int32_t> query_start,
   PrefillPlan plan;
   // v3tmaq by default: on the H100 (2026-11-27, session 15, NOTES.md) it is the fastest on every
   // K2 shape since its Q moved into registers (TFLOP/s at 64 x 128 / 8 x 1024 / 4 x 2048 /
-  // 2 x 4096 / 1 x 8192: 88 / 352 / 438 / 503 / 538; v3tma 74 / 321 / 408 / 472 / 511). Group sizes that do not divide 64 run v3tmaq as v3tma; where
-  // the ring does not fit (head_dim other than 128, block sizes not a power of two in 8..128)
-  // both run v3, and v3 runs v2x2 for head dims other than 64 and 128.
+  // 2 x 4096 / 1 x 8192: 88 / 352 / 438 / 503 / 538; v3tma 74 / 321 / 408 / 472 / 511). Group
+  // sizes that do not divide 64 run v3tmaq as v3tma; where the ring does not fit (head_dim other
+  // than 128, block sizes not a power of two in 8..128) both run v3, and v3 runs v2x2 for head
+  // dims other than 64 and 128.
   plan.kernel = prefill_kernel_override().value_or(PrefillKernel::kV3tmaq);
   plan.num_seqs = query_start.empty() ? 0 : static_cast<int>(query_start.size()) - 1;
   const int64_t group = num_heads / num_kv_heads;
