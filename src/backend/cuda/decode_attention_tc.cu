@@ -28,6 +28,22 @@ int ring_stages(const DecodePlan& plan, bool fp8) {
   return fp8 && plan.max_partitions == 1 ? 2 : 0;
 }
 
+// V2Args::l2_ahead: FOLIO_TC_L2_AHEAD (2..6 warp steps) when set, else 0 (off). Read once.
+// Measured on the H100 (NOTES.md, session 16): 2 warp steps raise K1 from 86-87% to 88-89% of
+// the queued copy at b32 x 2048, 93% to 95% at b128 x 2048 and 97% to 100% at b128 x 8192 (3 or
+// 4 steps lose up to 28%: the prefetched lines, 8 warps x 8 KiB per step per SM, no longer all
+// wait in L2 for their loads); but end to end B1 lost 2.5% (48.1 / 48.7 against 49.4 / 50.0
+// req/s, even with only partitions of >= 1024 tokens prefetching) and B2 moved +0.3%, inside
+// its spread. So it stays opt-in until the B1 loss is understood.
+int l2_ahead_from_env() {
+  static const int steps = [] {
+    const char* e = std::getenv("FOLIO_TC_L2_AHEAD");
+    const int v = e ? std::atoi(e) : 0;
+    return v >= 2 && v <= 6 ? v : 0;
+  }();
+  return steps;
+}
+
 template <typename T, typename C, int kRing>
 Status launch_form(const V2Args<T>& a, const dim3& grid, void* stream) {
   const auto kernel = decode_tc_kernel<T, C, kRing>;
@@ -63,7 +79,8 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
     return unimplemented("decode_attention: kernel tc takes head_dim 128, not " +
                          std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
-    const V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
+    V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
+    a.l2_ahead = l2_ahead_from_env();
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
     const int stages = ring_stages(plan, fp8);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);

@@ -124,11 +124,26 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   const int fresh_chunk = fresh >= 0 ? fresh / kChunk : -1, fresh_row = fresh % kChunk;
   const int fresh_slot = fresh >= 0 ? slot_at(start + fresh) : -1;
   // Lane L < 16: the slot of token L of chunk c, -1 past the partition's end (and for `fresh`).
-  auto slot_of = [&](int c) {
-    const int tok = c * kChunk + lane;
-    if (lane >= kChunk || tok >= n || tok == fresh) return -1;
+  // Lane L >= 16, with c_ahead >= 0: the slot of token L - 16 of chunk c_ahead, the chunk the
+  // register forms prefetch into L2 a step later (V2Args::l2_ahead); else -1.
+  auto slot_of = [&](int c, int c_ahead = -1) {
+    const int tok = lane < kChunk ? c * kChunk + lane : c_ahead * kChunk + (lane - kChunk);
+    if (tok < 0 || tok >= n || tok == fresh) return -1;
     return slot_at(start + tok);
   };
+  // Lanes >= 16: their token's K and V rows into L2 (slot from slot_of's c_ahead; the token of
+  // this step, which may not be written yet, is never among them). L2 is where the writes land,
+  // so an early prefetch cannot return stale data later.
+  auto prefetch_ahead = [&](int slot_lane) {
+    if (lane < kChunk || slot_lane < 0) return;
+    constexpr uint32_t kRowBytes = kD * sizeof(C);
+    l2_prefetch_bulk(k_cache + slot_lane * slot_stride + head_off, kRowBytes);
+    l2_prefetch_bulk(v_cache + slot_lane * slot_stride + head_off, kRowBytes);
+  };
+  // Warp steps; 0: no prefetch. Only partitions of at least kL2MinTokens prefetch: a shorter one
+  // is over before the stream settles (b1 x 8192's 256-token partitions lost 5-7%, NOTES.md).
+  constexpr int kL2MinTokens = 1024;
+  const int ahead = n >= kL2MinTokens ? a.l2_ahead : 0;
   auto load = [&](const C* base, int slot, int elem) {
     return slot >= 0 ? __ldg(reinterpret_cast<const uint4*>(base + slot * slot_stride + head_off +
                                                             elem))
@@ -193,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
 
   // One chunk: the loads of chunk c + kWarps go into `nxt` (past the end: none, zeros) while
   // chunk c, in `cur`, is scored and accumulated.
-  int slot_next = slot_of(warp + kWarps);
+  int slot_next = slot_of(warp + kWarps, ahead > 0 ? warp + ahead * kWarps : -1);
   // Chunk c, in `cur`: scored and accumulated.
   auto compute = [&](const ChunkRegs<T, C>& cur, int c) {
     float s0[4] = {0.f, 0.f, 0.f, 0.f}, s1[4] = {0.f, 0.f, 0.f, 0.f};
@@ -256,10 +271,13 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
 #pragma unroll
         for (int c = 0; c < L::kVLoads; ++c) r.v[x][c] = cg(v_cache, L::v_load_elem(c, g));
   };
+  // At step c, slot_next holds chunk c + kWarps (lanes < 16, loaded into registers now) and,
+  // with `ahead`, chunk c + ahead kWarps (lanes >= 16, prefetched into L2 now).
   auto step = [&](const ChunkRegs<T, C>& cur, ChunkRegs<T, C>& nxt, int c) {
     issue(nxt, slot_next);
     if (c + kWarps == fresh_chunk) refetch(nxt);  // warp-uniform
-    slot_next = slot_of(c + 2 * kWarps);
+    if (ahead > 0) prefetch_ahead(slot_next);
+    slot_next = slot_of(c + 2 * kWarps, ahead > 0 ? c + (ahead + 1) * kWarps : -1);
     compute(cur, c);
   };
   // Once the previous kernels are done: fused, the last partition's block writes the new K/V

@@ -70,6 +70,8 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   int refine_partitions;  // DecodePlan::refine_partitions
   float scale_log2;       // scale * log2(e)
   int early;              // pdl_early_reads(): tc and the merge read metadata before pdl_wait
+  int l2_ahead;           // tc's register forms: K/V prefetched into L2 this many warp steps
+                          // ahead (0: none; 1 is the register buffer's own chunk, so >= 2)
   FusedQkvPost qkv_post;  // tc only, fused when qkv_post.qkv is set (decode_attention_tc_qkv.cuh)
 };
 

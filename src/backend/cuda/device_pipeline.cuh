@@ -32,6 +32,18 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// Pulls `bytes` (a multiple of 16) from global memory at p (16-byte aligned) into L2, without
+// waiting or writing anything: a bulk-copy-engine prefetch (sm_90; a no-op below).
+__device__ __forceinline__ void l2_prefetch_bulk(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(p)),
+               "r"(bytes)
+               : "memory");
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // Eight 16-bit elements packed in 16 bytes (element 2i in the low half of word i).
 template <typename T>
 __device__ __forceinline__ void unpack8(const uint4& r, float (&f)[8]) {
