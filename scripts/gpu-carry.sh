@@ -45,3 +45,45 @@ carry_unpack() {
     return 1
   fi
 }
+
+# A/B of whole builds within the 64 MiB a device call carries (the tracked tree alone is ~48 MB,
+# one carry folder 13 MB): `carry_ab_pack DIR NAME=BUILD...` (here) puts each build's stripped
+# folio_cuda_tests under NAME/ in one solid xz (builds that differ in a few kernels compress to
+# little more than one: three in 7.9 MB), with the libraries and source_dir beside it;
+# `carry_ab_unpack DIR` (there) unpacks it to DIR/NAME/folio_cuda_tests and sets LD_LIBRARY_PATH.
+# Build each tree in turn (git checkout, cmake --build BUILD --target folio_cuda_tests) and copy
+# the binary out before the next checkout, or keep one build folder per tree.
+carry_ab_pack() {
+  local dir=$1 tmp spec name build
+  shift
+  tmp=$(mktemp -d)
+  for spec in "$@"; do
+    name=${spec%%=*} build=${spec#*=}
+    mkdir -p "$tmp/$name"
+    cp "$build/tests/cuda/folio_cuda_tests" "$tmp/$name/" && strip "$tmp/$name/folio_cuda_tests"
+  done
+  rm -rf "$dir" && mkdir -p "$dir"
+  tar -C "$tmp" -cf - . | xz -T1 -9e >"$dir/tests.tar.xz"  # one thread: one solid block
+  local libs
+  libs=$(mktemp -d)
+  ldd "$tmp"/*/folio_cuda_tests | awk '/=> \// {print $3}' |
+    grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl\.so|librt\.so|libcuda|libcublas|libcudart|libnccl' |
+    sort -u | xargs -I{} cp -L {} "$libs/"
+  tar -C "$libs" -cf - . | xz -9e >"$dir/libs.tar.xz"
+  pwd >"$dir/source_dir"
+  rm -rf "$tmp" "$libs"
+  du -sh "$dir"
+}
+
+carry_ab_unpack() {
+  local dir=$1 libs=/tmp/folio-gpu-libs src
+  tar -C "$dir" -xJf "$dir/tests.tar.xz"
+  mkdir -p "$libs" && tar -C "$libs" -xJf "$dir/libs.tar.xz"
+  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  src=$(cat "$dir/source_dir" 2>/dev/null || echo /work/main)
+  if [[ ! -e $src ]]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+  if ldd "$dir"/*/folio_cuda_tests | grep 'not found'; then
+    echo "missing libraries" >&2
+    return 1
+  fi
+}
