@@ -47,8 +47,9 @@ carry_unpack() {
 }
 
 # A/B of whole builds within the 64 MiB a device call carries (the tracked tree alone is ~48 MB,
-# one carry folder 13 MB): `carry_ab_pack DIR NAME=BUILD...` (here) puts each build's stripped
-# folio_cuda_tests under NAME/ in one solid xz (builds that differ in a few kernels compress to
+# one carry folder 13 MB): `carry_ab_pack DIR NAME=BUILD...` (here; BUILD a build folder or a
+# folio_cuda_tests binary copied aside) puts each build's stripped folio_cuda_tests under NAME/
+# in one solid xz (builds that differ in a few kernels compress to
 # little more than one: three in 7.9 MB), with the libraries and source_dir beside it;
 # `carry_ab_unpack DIR` (there) unpacks it to DIR/NAME/folio_cuda_tests and sets LD_LIBRARY_PATH.
 # Build each tree in turn (git checkout, cmake --build BUILD --target folio_cuda_tests) and copy
@@ -60,7 +61,9 @@ carry_ab_pack() {
   for spec in "$@"; do
     name=${spec%%=*} build=${spec#*=}
     mkdir -p "$tmp/$name"
-    cp "$build/tests/cuda/folio_cuda_tests" "$tmp/$name/" && strip "$tmp/$name/folio_cuda_tests"
+    local bin=$build/tests/cuda/folio_cuda_tests
+    [[ -f $build ]] && bin=$build  # NAME=path/to/folio_cuda_tests (a copy kept aside)
+    cp "$bin" "$tmp/$name/folio_cuda_tests" && strip "$tmp/$name/folio_cuda_tests"
   done
   rm -rf "$dir" && mkdir -p "$dir"
   tar -C "$tmp" -cf - . | xz -T1 -9e >"$dir/tests.tar.xz"  # one thread: one solid block
