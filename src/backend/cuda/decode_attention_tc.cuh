@@ -34,7 +34,7 @@
 
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
-#include "backend/cuda/decode_attention_v2.cuh"
+#include "backend/cuda/decode_attention_partitions.cuh"
 #include "backend/cuda/mma_16816.cuh"
 
 namespace folio::cuda::detail {

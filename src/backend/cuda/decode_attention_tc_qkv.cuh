@@ -7,7 +7,7 @@
 // norm: models with one keep qkv_post. head_dim 128, kThreads 128.
 #pragma once
 
-#include "backend/cuda/decode_attention_v2.cuh"
+#include "backend/cuda/decode_attention_partitions.cuh"
 #include "backend/cuda/fp8_e4m3.cuh"
 #include "backend/cuda/rope_math.cuh"
 
