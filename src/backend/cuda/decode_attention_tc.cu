@@ -31,10 +31,10 @@ int ring_stages(const DecodePlan& plan, bool fp8) {
 // V2Args::l2_ahead: FOLIO_TC_L2_AHEAD (2..6 warp steps) when set, else 0 (off). Read once.
 // Measured on the H100 (NOTES.md, session 16): 2 warp steps raise K1 from 86-87% to 88-89% of
 // the queued copy at b32 x 2048, 93% to 95% at b128 x 2048 and 97% to 100% at b128 x 8192 (3 or
-// 4 steps lose up to 28%: the prefetched lines, 8 warps x 8 KiB per step per SM, no longer all
-// wait in L2 for their loads); but end to end B1 lost 2.5% (48.1 / 48.7 against 49.4 / 50.0
-// req/s, even with only partitions of >= 1024 tokens prefetching) and B2 moved +0.3%, inside
-// its spread. So it stays opt-in until the B1 loss is understood.
+// 4 steps lose up to 28%, probably because the prefetched lines, 8 warps x 8 KiB per step per
+// SM, no longer all wait in L2 for their loads); but end to end B1 lost 2.5% (48.1 / 48.7
+// against 49.4 / 50.0 req/s, even with only partitions of >= 1024 tokens prefetching) and B2
+// moved +0.3%, inside its spread. So it stays opt-in until the B1 loss is understood.
 int l2_ahead_from_env() {
   static const int steps = [] {
     const char* e = std::getenv("FOLIO_TC_L2_AHEAD");
