@@ -10,8 +10,9 @@
 #          KBENCH_ENV='FOLIO_BENCH_K2_KERNELS=v3tmaq' GREP='^K2' scripts/gpu-build-ab.sh
 #
 # Variables (each optional):
-#   AB_DIR      the packed folder (default build-ab); its NAME/ folders are the variants, the
-#               first in sort order being the baseline (its tests are not rerun)
+#   AB_DIR      the packed folder (default build-ab); its NAME/ folders are the variants
+#   BASELINE    the variant whose tests are not rerun and whose bench runs first in each round
+#               (default main when there is one, else the first name in sort order)
 #   TESTS       gtest filter run on every variant but the baseline (default '-*Bench*')
 #   RACECHECK   gtest filter run under compute-sanitizer racecheck on the same (unset: none)
 #   KBENCH      gtest filter of the FOLIO_CUDA_BENCH=1 bench (default 'AttentionBench.*')
@@ -26,7 +27,11 @@ dir=${AB_DIR:-build-ab}
 carry_ab_unpack "$dir" || exit 1
 out=${OUT:-/tmp/folio-gpu-build-ab}/r
 mkdir -p "$out"
-mapfile -t variants < <(cd "$dir" && ls -d */ | tr -d / | sort)
+mapfile -t names < <(cd "$dir" && ls -d */ | tr -d / | sort)
+base=${BASELINE:-main}
+[[ -d $dir/$base ]] || base=${names[0]}
+variants=("$base")
+for v in "${names[@]}"; do [[ $v == "$base" ]] || variants+=("$v"); done
 echo "variants: ${variants[*]} (baseline ${variants[0]})"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 pack() { tar -C "$(dirname "$out")" -czf "$(dirname "$out")/results.tgz" r; }
