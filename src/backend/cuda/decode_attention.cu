@@ -132,9 +132,8 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
                         DecodeCacheFormat cache) {
   FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
   FOLIO_ASSIGN_OR_RETURN(const KernelChoice choice, resolve_kernel(kernel, head_dim));
-  FOLIO_ASSIGN_OR_RETURN(DecodePlan out, plan_for(choice.kernel, num_seqs, len, num_heads,
-                                                  num_kv_heads, head_dim, num_sms, partition_size));
   // Token mode on a 16-bit cache: v2 where its plan is unsplit (DecodeCacheFormat says why).
+  // v2 is planned first, so the usual case plans once (tc and v2 validate partition sizes alike).
   if (choice.by_planner && choice.kernel == DecodeKernel::kTc && cache.block_size == 1 &&
       !cache.fp8) {
     FOLIO_ASSIGN_OR_RETURN(DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads,
@@ -142,7 +141,8 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
                                                    partition_size));
     if (v2.max_partitions == 1) return v2;
   }
-  return out;
+  return plan_for(choice.kernel, num_seqs, len, num_heads, num_kv_heads, head_dim, num_sms,
+                  partition_size);
 }
 
 bool aligned16(const void* ptr) {
