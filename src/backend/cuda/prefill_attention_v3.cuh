@@ -173,11 +173,12 @@ struct Block {
   // first_half (kBN 128 only): just keys [0, 64) of the tile, by m64n64k16 into sc[0, 32) (the
   // n64 accumulator layout is the first half of the n128 one); sc[32, 64) is left as it is.
   __device__ void issue_qk(float (&sc)[kBN / 2], int st, bool first_half = false) const {
+    const uint64_t da0 = wgmma_desc_sw128(q_addr + wg_r0 * 128, 16, 1024);
+    const uint64_t db0 = wgmma_desc_sw128(k_addr(st), 16, 1024);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t qa = q_addr + (kk / 4) * BM * 128 + wg_r0 * 128 + (kk % 4) * 32;
-      const uint32_t ka = k_addr(st) + (kk / 4) * kBN * 128 + (kk % 4) * 32;
-      const uint64_t da = wgmma_desc_sw128(qa, 16, 1024), db = wgmma_desc_sw128(ka, 16, 1024);
+      const uint64_t da = wgmma_desc_advance(da0, (kk / 4) * BM * 128 + (kk % 4) * 32);
+      const uint64_t db = wgmma_desc_advance(db0, (kk / 4) * kBN * 128 + (kk % 4) * 32);
       if constexpr (kBN == 64) {
         wgmma_m64n64k16_ss<T>(sc, da, db, kk > 0 ? 1 : 0);
       } else if (first_half) {
@@ -192,10 +193,10 @@ struct Block {
   // The same with Q from registers: only K is read from shared memory.
   __device__ void issue_qk(float (&sc)[kBN / 2], const uint32_t (&qf)[D / 16][4], int st,
                            bool first_half = false) const {
+    const uint64_t db0 = wgmma_desc_sw128(k_addr(st), 16, 1024);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t ka = k_addr(st) + (kk / 4) * kBN * 128 + (kk % 4) * 32;
-      const uint64_t db = wgmma_desc_sw128(ka, 16, 1024);
+      const uint64_t db = wgmma_desc_advance(db0, (kk / 4) * kBN * 128 + (kk % 4) * 32);
       if constexpr (kBN == 64) {
         wgmma_m64n64k16_rs<T>(sc, qf[kk], db, kk > 0 ? 1 : 0);
       } else if (first_half) {
@@ -224,10 +225,11 @@ struct Block {
   // the tile), one commit group; pf must stay untouched until the group retires.
   __device__ void issue_pv(float (&o)[D / 2], const uint32_t (&pf)[kBN / 16][4], int st,
                            int n_steps = kBN / 16) const {
+    const uint64_t desc0 = wgmma_desc_sw128(v_addr(st), kBN * 128, 1024);
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {
       if (kk >= n_steps) break;
-      const uint64_t desc = wgmma_desc_sw128(v_addr(st) + kk * 16 * 128, kBN * 128, 1024);
+      const uint64_t desc = wgmma_desc_advance(desc0, kk * 16 * 128);
       if constexpr (D == 64) {
         wgmma_m64n64k16_rs_tb<T>(o, pf[kk], desc, 1);
       } else {

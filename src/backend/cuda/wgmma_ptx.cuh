@@ -44,6 +44,16 @@ __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t addr, uint32_t lbo
          (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
 }
 
+// The descriptor of the same layout `bytes` further into shared memory (a multiple of 16): only
+// the start-address field (bits 0-13, address >> 4) moves, by one 32-bit add on the low word
+// instead of rebuilding the descriptor per wgmma (4 integer instructions each, a tenth of a
+// consumer warp's instructions per tile). No carry leaves the field: shared addresses stay
+// below 2^18.
+__device__ __forceinline__ uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 // Orders this thread's earlier register writes of wgmma operands before the next wgmma.
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

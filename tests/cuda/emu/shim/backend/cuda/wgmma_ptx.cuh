@@ -33,6 +33,17 @@ inline uint64_t wgmma_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
          (static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
          (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
 }
+
+// As the kernel's, plus the check its comment promises: the start address stays in its field.
+inline uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+  if (bytes % 16 != 0 || (desc & 0x3FFF) + (bytes >> 4) > 0x3FFF) {
+    std::fprintf(stderr, "emulated wgmma: descriptor advanced past its start-address field\n");
+    std::abort();
+  }
+  const uint32_t lo = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 namespace emu_wgmma {
 struct Pending {
   std::vector<std::function<void()>> open;                // issued, not yet committed
