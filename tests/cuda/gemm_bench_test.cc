@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/gemm_wgmma.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "cuda_test_util.h"
 
@@ -48,16 +50,15 @@ struct Evictor {
   }
 };
 
-// Median microseconds of one matmul_nt (the plan already exists), L2 evicted before each run.
-float median_us(Gemm& g, const void* x, const void* w, void* y, int m, int n, int k, bool acc,
-                Evictor& flush, cudaStream_t s) {
+// Median microseconds of one launch of `op` on s, L2 evicted before each run.
+float median_us(const std::function<Status()>& op, Evictor& flush, cudaStream_t s) {
   constexpr int kRuns = 20;
   std::vector<cudaEvent_t> ev(2 * kRuns);
   for (auto& e : ev) EXPECT_EQ(cudaEventCreate(&e), cudaSuccess);
   for (int r = 0; r < kRuns; ++r) {
     flush.run(s);
     EXPECT_EQ(cudaEventRecord(ev[2 * r], s), cudaSuccess);
-    EXPECT_TRUE(g.matmul_nt(DType::kBF16, x, w, y, m, n, k, acc, s).ok());
+    EXPECT_TRUE(op().ok());
     EXPECT_EQ(cudaEventRecord(ev[2 * r + 1], s), cudaSuccess);
   }
   EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
@@ -71,18 +72,42 @@ float median_us(Gemm& g, const void* x, const void* w, void* y, int m, int n, in
   return us[kRuns / 2];
 }
 
+// The same for one matmul_nt (the plan already exists).
+float median_us(Gemm& g, const void* x, const void* w, void* y, int m, int n, int k, bool acc,
+                Evictor& flush, cudaStream_t s) {
+  return median_us([&] { return g.matmul_nt(DType::kBF16, x, w, y, m, n, k, acc, s); }, flush, s);
+}
+
+struct Layer {
+  const char* name;
+  int n, k;
+  bool acc;
+};
+
+// One layer's random weights and activations (up to max_m rows) and a zeroed output.
+struct Operands {
+  Result<DeviceBuffer> w, x, y;
+  static Operands random(const Layer& L, int max_m, std::mt19937& rng) {
+    Operands o{DeviceBuffer::allocate(size_t{2} * L.n * L.k),
+               DeviceBuffer::allocate(size_t{2} * max_m * L.k),
+               DeviceBuffer::allocate(size_t{2} * max_m * L.n)};
+    EXPECT_TRUE(o.w.ok() && o.x.ok() && o.y.ok());
+    if (!o.w.ok() || !o.x.ok() || !o.y.ok()) return o;
+    fill_random(o.w->data(), o.w->bytes(), rng);
+    fill_random(o.x->data(), o.x->bytes(), rng);
+    EXPECT_EQ(cudaMemset(o.y->data(), 0, o.y->bytes()), cudaSuccess);
+    return o;
+  }
+};
+constexpr Layer kLlamaLayers[] = {{"qkv", 6144, 4096, false},
+                                  {"o_proj", 4096, 4096, true},
+                                  {"gate_up", 28672, 4096, false},
+                                  {"down", 4096, 14336, true}};
+
 TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
   FOLIO_REQUIRE_GPU();
   if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time the decode GEMMs";
-  struct Layer {
-    const char* name;
-    int n, k;
-    bool acc;
-  };
-  const Layer layers[] = {{"qkv", 6144, 4096, false},
-                          {"o_proj", 4096, 4096, true},
-                          {"gate_up", 28672, 4096, false},
-                          {"down", 4096, 14336, true}};
+  const auto& layers = kLlamaLayers;
   const int ms[] = {1, 8, 32, 128, 256};
   std::mt19937 rng(7);
   auto off = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
@@ -98,13 +123,11 @@ TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
               "heur us", "TB/s", "tuned us", "TB/s", "gain", "tune ms");
   for (const Layer& L : layers) {
     const int max_m = ms[std::size(ms) - 1];
-    auto w = DeviceBuffer::allocate(size_t{2} * L.n * L.k);
-    auto x = DeviceBuffer::allocate(size_t{2} * max_m * L.k);
-    auto y = DeviceBuffer::allocate(size_t{2} * max_m * L.n);
-    ASSERT_TRUE(w.ok() && x.ok() && y.ok());
-    fill_random(w->data(), w->bytes(), rng);
-    fill_random(x->data(), x->bytes(), rng);
-    ASSERT_EQ(cudaMemset(y->data(), 0, y->bytes()), cudaSuccess);
+    Operands ops = Operands::random(L, max_m, rng);
+    ASSERT_TRUE(ops.w.ok() && ops.x.ok() && ops.y.ok());
+    const auto& w = ops.w;
+    const auto& x = ops.x;
+    const auto& y = ops.y;
     for (int m : ms) {
       ASSERT_TRUE((*off)->prepare(DType::kBF16, x->data(), w->data(), m, L.n, L.k, L.acc, s).ok());
       const auto t0 = std::chrono::steady_clock::now();
@@ -123,6 +146,55 @@ TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
   }
   std::printf("tuned plans: %zu, of which %zu chose another algorithm than the heuristic's first\n",
               (*on)->tuned_plans(), (*on)->retuned_plans());
+  cudaStreamDestroy(s);
+}
+
+// gemm_wgmma (gemm_wgmma.h) against cuBLASLt's first heuristic algorithm at the mid-batch decode
+// sizes, with the same eviction; TFLOP/s beside TB/s (m 256 sits at the H100's ridge).
+TEST(GemmBench, WgmmaAgainstCublasLt) {
+  FOLIO_REQUIRE_GPU();
+  if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time the decode GEMMs";
+  alignas(16) static char probe[16];
+  if (!gemm_wgmma_fits(DType::kBF16, 1, 128, 64, probe, probe, probe))
+    GTEST_SKIP() << "gemm_wgmma needs an sm_90 device";
+  const int ms[] = {64, 128, 192, 256, 384, 512};
+  std::mt19937 rng(7);
+  auto lt = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  ASSERT_TRUE(lt.ok());
+  const size_t ws_bytes = gemm_wgmma_workspace_bytes(gemm_wgmma_max_blocks());
+  auto ws = DeviceBuffer::allocate(ws_bytes);
+  auto flush_w = DeviceBuffer::allocate(256u << 20);
+  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
+  ASSERT_TRUE(ws.ok() && flush_w.ok() && flush_xy.ok());
+  ASSERT_EQ(cudaMemset(ws->data(), 0, ws_bytes), cudaSuccess);
+  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  std::printf("wgmma blocks %d\n%-8s %4s %6s %6s | %9s %6s %7s | %9s %6s %7s | %6s\n",
+              gemm_wgmma_max_blocks(), "layer", "m", "n", "k", "lt us", "TB/s", "TFLOP/s",
+              "wgmma us", "TB/s", "TFLOP/s", "gain");
+  for (const Layer& L : kLlamaLayers) {
+    const int max_m = ms[std::size(ms) - 1];
+    Operands ops = Operands::random(L, max_m, rng);
+    ASSERT_TRUE(ops.w.ok() && ops.x.ok() && ops.y.ok());
+    const auto& w = ops.w;
+    const auto& x = ops.x;
+    const auto& y = ops.y;
+    for (int m : ms) {
+      ASSERT_TRUE((*lt)->prepare(DType::kBF16, x->data(), w->data(), m, L.n, L.k, L.acc, s).ok());
+      const float a = median_us(**lt, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc, flush, s);
+      const float b = median_us(
+          [&] {
+            return gemm_wgmma(DType::kBF16, x->data(), w->data(), y->data(), m, L.n, L.k, L.acc,
+                              ws->data(), ws->bytes(), s);
+          },
+          flush, s);
+      const double bytes = 2.0 * L.n * L.k, flop = 2.0 * m * L.n * L.k;
+      std::printf("%-8s %4d %6d %6d | %9.1f %6.2f %7.1f | %9.1f %6.2f %7.1f | %5.2fx\n", L.name, m,
+                  L.n, L.k, a, bytes / (a * 1e6), flop / (a * 1e6), b, bytes / (b * 1e6),
+                  flop / (b * 1e6), a / b);
+    }
+  }
   cudaStreamDestroy(s);
 }
 

@@ -11,6 +11,7 @@
 
 #include "backend/cuda/gemm_autotune.h"
 #include "cuda_test_util.h"
+#include "gemm_reference.h"
 
 namespace folio::cuda {
 namespace {
@@ -18,20 +19,7 @@ namespace {
 using testing::DevTensor;
 using testing::rel_error;
 using testing::rounded;
-
-std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w,
-                             const std::vector<float>* y0, int m, int n, int k) {
-  std::vector<float> y(static_cast<size_t>(m) * n);
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double acc = y0 ? (*y0)[static_cast<size_t>(i) * n + j] : 0.0;
-      for (int e = 0; e < k; ++e)
-        acc += static_cast<double>(x[static_cast<size_t>(i) * k + e]) *
-               w[static_cast<size_t>(j) * k + e];
-      y[static_cast<size_t>(i) * n + j] = static_cast<float>(acc);
-    }
-  return y;
-}
+constexpr auto reference = testing::gemm_reference;
 
 class GemmTest : public ::testing::TestWithParam<DType> {
  protected:

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/gemm_autotune.h"
+#include "backend/cuda/gemm_wgmma.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "base/log.h"
 
@@ -32,6 +33,21 @@ size_t skinny_min_weight_bytes() {
 // rewritten before each timed run to evict the weights from L2 (50 MiB on H100/H200).
 constexpr size_t kTuneScratchBytes = 64u << 20;
 
+// The m range gemm_wgmma takes (gemm.h): FOLIO_GEMM_WGMMA=1 turns it on for
+// [FOLIO_GEMM_WGMMA_MIN_M (65), FOLIO_GEMM_WGMMA_MAX_M (512)]; off by default.
+struct WgmmaRange {
+  int min_m = 0, max_m = -1;  // empty: off
+};
+WgmmaRange wgmma_range_from_env() {
+  const char* on = std::getenv("FOLIO_GEMM_WGMMA");
+  if (on == nullptr || std::string(on) != "1") return {};
+  const auto int_env = [](const char* name, int fallback) {
+    const char* e = std::getenv(name);
+    return e != nullptr ? std::atoi(e) : fallback;
+  };
+  return {int_env("FOLIO_GEMM_WGMMA_MIN_M", 65), int_env("FOLIO_GEMM_WGMMA_MAX_M", 512)};
+}
+
 using Plan = LtPlan;
 using Key = std::tuple<int, int, int, int, bool>;
 
@@ -51,6 +67,8 @@ struct Gemm::Impl {
   std::map<Key, cublasLtMatmulAlgo_t> bucket_algos;  // key m = tune_bucket(m): see AutotuneOptions
   // m up to this goes to skinny_gemm (FOLIO_SKINNY_GEMM_MAX_M; skinny_gemm.h has the figures).
   int skinny_max_m = 1;
+  WgmmaRange wgmma;           // m that goes to gemm_wgmma
+  DeviceBuffer wgmma_workspace;  // its flags and partial sums, when the range is not empty
 
   ~Impl() {
     plans.clear();
@@ -102,6 +120,13 @@ Result<std::unique_ptr<Gemm>> Gemm::create(size_t workspace_bytes, GemmAutotune 
   if (impl->tune.enabled) {
     FOLIO_ASSIGN_OR_RETURN(impl->tune_scratch, DeviceBuffer::allocate(kTuneScratchBytes));
   }
+  impl->wgmma = wgmma_range_from_env();
+  if (impl->wgmma.min_m <= impl->wgmma.max_m) {
+    const size_t bytes = gemm_wgmma_workspace_bytes(gemm_wgmma_max_blocks());
+    FOLIO_ASSIGN_OR_RETURN(impl->wgmma_workspace, DeviceBuffer::allocate(bytes));
+    FOLIO_RETURN_IF_ERROR(
+        cuda_status(cudaMemset(impl->wgmma_workspace.data(), 0, bytes), "gemm_wgmma flags"));
+  }
   return std::unique_ptr<Gemm>(new Gemm(std::move(impl)));
 }
 
@@ -119,6 +144,10 @@ Status Gemm::matmul_nt(DType dtype, const void* x, const void* w, void* y, int m
     return accumulate ? Status() : memset_async(y, 0, size_t{2} * m * n, stream);
   if (routes_to_skinny(m, n, k, x, w, y))
     return skinny_gemm(dtype, x, w, y, m, n, k, accumulate, stream);
+  if (m >= impl_->wgmma.min_m && m <= impl_->wgmma.max_m &&
+      gemm_wgmma_fits(dtype, m, n, k, x, w, y))
+    return gemm_wgmma(dtype, x, w, y, m, n, k, accumulate, impl_->wgmma_workspace.data(),
+                      impl_->wgmma_workspace.bytes(), stream);
   Plan* p = nullptr;
   if (auto it = impl_->plans.find(Key{static_cast<int>(dtype), m, n, k, accumulate});
       it != impl_->plans.end()) {

@@ -10,6 +10,10 @@
 // skinny kernel's programmatic launch overlaps attention's tail and wins (B3 6.01 -> 5.95 ms);
 // FOLIO_SKINNY_MIN_MIB=32 keeps matrices up to 32 MiB on cuBLASLt as before.
 //
+// FOLIO_GEMM_WGMMA=1 sends m in [FOLIO_GEMM_WGMMA_MIN_M (65), FOLIO_GEMM_WGMMA_MAX_M (512)] to
+// gemm_wgmma.h's Hopper kernel where it fits (opt-in: on the H100 it is 1.1-2.5x slower than
+// cuBLASLt there so far; NOTES.md, session 17).
+//
 // Algorithm choice (gemm_autotune.h): with autotuning on (FOLIO_GEMM_AUTOTUNE=1; off by default:
 // on the H100 it gained at most 1.10x on one decode shape and cost ~25 ms per shape, see
 // NOTES.md) a plan for m <= FOLIO_GEMM_AUTOTUNE_MAX_M (512) times up to 16 heuristic algorithms on

@@ -71,6 +71,12 @@ __device__ __forceinline__ void wgmma_wait() {
 
 // Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the
 // async proxy (wgmma operand reads); put it before the barrier that publishes the tile.
+// Zeroes 16 bytes of shared memory that a wgmma will read (a plain store: fence it for the
+// async proxy with fence_proxy_async_smem before the wgmma's block barrier).
+__device__ __forceinline__ void store_zero_16_smem(void* p) {
+  *reinterpret_cast<uint4*>(p) = make_uint4(0, 0, 0, 0);
+}
+
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }

@@ -273,6 +273,17 @@ inline void cp_async_issue(void* dst, const void* src, bool valid) {
     open_copies.push_back(c);
 }
 
+// A plain 16-byte store into shared memory that a wgmma reads later (after fence.proxy.async
+// and a barrier): for the race check, a write by the storing thread that lands at once.
+inline void generic_smem_store(void* dst) {
+  std::lock_guard<std::mutex> lk(cur->mu);
+  AsyncState& s = async_state();
+  if (s.race) {
+    const uint32_t addr = smem_offset(dst);
+    race::copy_land(*s.race, addr, static_cast<int>(tid), race::copy_issue(*s.race, tid, addr));
+  }
+}
+
 inline void cp_async_commit_group() {
   copy_groups.push_back(std::move(open_copies));
   open_copies.clear();

@@ -68,6 +68,11 @@ inline void wgmma_wait() {
     q.groups.pop_front();
   }
 }
+// As the kernel's, and recorded as a write for the race check (emu_async.h).
+inline void store_zero_16_smem(void* p) {
+  std::memset(p, 0, 16);
+  emu::generic_smem_store(p);
+}
 inline void fence_proxy_async_smem() {
   emu::unfenced_acquire = false;
 }
