@@ -10,8 +10,8 @@
 // 2 x 64 fp32 accumulators per thread), and one thread of the producer warpgroup fills two
 // rings by TMA, one of x tiles and a deeper one of w tiles. x's copies take m's rows only (m
 // rounded up to 64 when m <= BM: zero-filling rows past a tensor's end is slow in TMA, m 64
-// took 176 us against 102 without x's copies); tile rows past them hold stale data whose
-// products land in rows that are never stored.
+// took 176 us against 102 without x's copies); the tile rows past them are zeroed once, and
+// their products land in rows that are never stored.
 //
 // Stream-K: the grid's blocks (one per SM) split the tiles x (k / BK) iterations into equal
 // contiguous ranges, so there is no partial last wave (gate_up at m 256: 224 tiles on 132 SMs).
