@@ -289,22 +289,53 @@ struct Block {
       for (int e = 0; e < 4; ++e) o[4 * d + e] *= alpha[e / 2];
   }
 
-  // Finishes l across the quad, normalises, stores the real rows.
+  // Finishes l across the quad, normalises, stores the real rows. Each quad holds one row's 8
+  // columns of every group 8 j .. 8 j + 7 (thread tq: columns 8 j + 2 tq, + 1); two rounds of
+  // exchanges inside the quad (partners tq ^ 1, then tq ^ 2) leave each thread 4 whole groups,
+  // stored as 16-byte writes: the row's 128 columns in 4 stores a thread instead of 16 4-byte
+  // ones (O's stores cost 8 x 1024 about 15% of its time: 355 against 415 TFLOP/s without them).
   __device__ void store(const float (&o)[D / 2], const float (&l)[2]) const {
+    static_assert(D % 32 == 0, "whole groups of 4 column groups");
+    const int odd = tq & 1, upper = tq >> 1;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int gr = r0 + wr0 + 8 * h + g;
       float sum = l[h];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      if (gr > last_row) continue;
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      const int64_t orow = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
-      T* const dst = a.out + orow * D + 2 * tq;
+      // Round 1: of groups 2p and 2p + 1, the even thread keeps 2p, the odd one 2p + 1, each
+      // with its partner's word: 4 columns (8 bytes) at 4 upper.
+      uint32_t w2[D / 16][2];
 #pragma unroll
-      for (int d = 0; d < D / 8; ++d)
-        *reinterpret_cast<uint32_t*>(dst + d * 8) =
-            pack2<T>(o[4 * d + 2 * h] * inv, o[4 * d + 2 * h + 1] * inv);
+      for (int p = 0; p < D / 16; ++p) {
+        const uint32_t even = pack2<T>(o[8 * p + 2 * h] * inv, o[8 * p + 2 * h + 1] * inv);
+        const uint32_t oddw = pack2<T>(o[8 * p + 4 + 2 * h] * inv, o[8 * p + 4 + 2 * h + 1] * inv);
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? even : oddw, 1);
+        w2[p][0] = odd ? got : even;
+        w2[p][1] = odd ? oddw : got;
+      }
+      // Round 2: of that thread's groups 2q and 2q + 1 (groups 2 (2q) + odd, 2 (2q + 1) + odd),
+      // the lower thread keeps the first, the upper one the second, each with its partner's
+      // half: a whole group (16 bytes).
+      uint4 w4[D / 32];
+#pragma unroll
+      for (int q = 0; q < D / 32; ++q) {
+        const uint32_t s0 = upper ? w2[2 * q][0] : w2[2 * q + 1][0];
+        const uint32_t s1 = upper ? w2[2 * q][1] : w2[2 * q + 1][1];
+        const uint32_t r0w = __shfl_xor_sync(0xffffffffu, s0, 2);
+        const uint32_t r1w = __shfl_xor_sync(0xffffffffu, s1, 2);
+        w4[q] = upper ? make_uint4(r0w, r1w, w2[2 * q + 1][0], w2[2 * q + 1][1])
+                      : make_uint4(w2[2 * q][0], w2[2 * q][1], r0w, r1w);
+      }
+      if (gr > last_row) continue;
+      const int64_t orow = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
+      T* const dst = a.out + orow * D;
+#pragma unroll
+      for (int q = 0; q < D / 32; ++q) {
+        const int group = 2 * (2 * q + upper) + odd;  // columns 8 group .. 8 group + 7
+        *reinterpret_cast<uint4*>(dst + 8 * group) = w4[q];
+      }
     }
   }
 };

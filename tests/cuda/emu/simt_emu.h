@@ -98,6 +98,15 @@ inline float __shfl_xor_sync(unsigned, float v, int mask) {
   return r;
 }
 
+inline unsigned __shfl_xor_sync(unsigned mask, unsigned v, int lane_mask) {
+  float f;
+  std::memcpy(&f, &v, 4);
+  f = __shfl_xor_sync(mask, f, lane_mask);
+  unsigned r;
+  std::memcpy(&r, &f, 4);
+  return r;
+}
+
 inline int __shfl_sync(unsigned, int v, int src_lane) {
   const int lane = emu::tid % 32;
   emu::warp_sync();
