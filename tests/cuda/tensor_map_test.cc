@@ -43,5 +43,21 @@ TEST(TensorMapTest, EncodesAndCachesPerCacheAndGeometry) {
   EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);  // the cached one is what encoding gives
 }
 
+TEST(TensorMapTest, RowsMapsAreCachedPerArrayAndBox) {
+  FOLIO_REQUIRE_GPU();
+  auto rows = DeviceBuffer::allocate(size_t{256} * 4096 * 2);  // [256, 4096] bf16
+  ASSERT_TRUE(rows.ok()) << rows.status().to_string();
+  alignas(64) CUtensorMap a, b, c;
+  FOLIO_ASSERT_OK(cached_rows_map(&a, DType::kBF16, rows->data(), 256, 1, 4096, 1, 128));
+  FOLIO_ASSERT_OK(cached_rows_map(&b, DType::kBF16, rows->data(), 256, 1, 4096, 1, 128));
+  EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+  FOLIO_ASSERT_OK(cached_rows_map(&c, DType::kBF16, rows->data(), 256, 1, 4096, 1, 64));
+  EXPECT_NE(std::memcmp(&a, &c, sizeof a), 0);  // another box: another descriptor
+  FOLIO_ASSERT_OK(encode_rows_map(&b, DType::kBF16, rows->data(), 256, 1, 4096, 1, 128));
+  EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);  // the cached one is what encoding gives
+  EXPECT_EQ(cached_rows_map(&c, DType::kBF16, rows->data(), 256, 1, 4096, 1, 300).code(),
+            StatusCode::kInvalidArgument);  // errors are not cached as maps
+}
+
 }  // namespace
 }  // namespace folio::cuda

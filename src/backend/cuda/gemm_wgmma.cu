@@ -4,10 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <map>
 #include <string>
-#include <mutex>
-#include <tuple>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_common.cuh"
@@ -31,25 +28,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-constexpr size_t kFlagBytes(int blocks) { return (static_cast<size_t>(blocks) * 4 + 255) / 256 * 256; }
-
-// A rows map (64 columns x box rows) of a [rows, k] matrix, remembered per operand: weights and
-// the executor's activation buffers stay put, so a step encodes nothing after the first.
-Status cached_matrix_map(CUtensorMap* map, DType dt, const void* p, int rows, int k, int box) {
-  using Key = std::tuple<const void*, int, int, int, int>;
-  static std::mutex mu;
-  static std::map<Key, CUtensorMap> maps;
-  const Key key{p, static_cast<int>(dt), rows, k, box};
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = maps.find(key); it != maps.end()) {
-    *map = it->second;
-    return Status();
-  }
-  FOLIO_RETURN_IF_ERROR(encode_rows_map(map, dt, p, rows, 1, k, 1, box));
-  if (maps.size() >= 4096) maps.clear();  // freed buffers' entries are only useless
-  maps.emplace(key, *map);
-  return Status();
-}
+// The flags' bytes, rounded up to 256 so that the partial sums after them stay aligned.
+constexpr size_t flag_bytes(int blocks) { return (static_cast<size_t>(blocks) * 4 + 255) / 256 * 256; }
 
 int device_sms() {
   int device = 0, sms = 0;
@@ -82,7 +62,7 @@ bool gemm_wgmma_fits(DType dtype, int m, int n, int k, const void* x, const void
 }
 
 size_t gemm_wgmma_workspace_bytes(int blocks) {
-  return kFlagBytes(blocks) + static_cast<size_t>(blocks) * kPartialFloats * sizeof(float);
+  return flag_bytes(blocks) + static_cast<size_t>(blocks) * kPartialFloats * sizeof(float);
 }
 
 int gemm_wgmma_max_blocks() {
@@ -116,10 +96,12 @@ Status gemm_wgmma(DType dtype, const void* x, const void* w, void* y, int m, int
     return invalid_argument("gemm_wgmma: workspace too small");
   a.flags = static_cast<int*>(workspace);
   a.partials = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) +
-                                        kFlagBytes(blocks));
+                                        flag_bytes(blocks));
   Maps maps;
-  FOLIO_RETURN_IF_ERROR(cached_matrix_map(&maps.x, dtype, x, m, k, a.x_box_rows));
-  FOLIO_RETURN_IF_ERROR(cached_matrix_map(&maps.w, dtype, w, n, k, BN));
+  // Rows maps (64 columns x box rows) of x [m, k] and w [n, k], remembered per operand: weights
+  // and the executor's activation buffers stay put, so a step encodes nothing after the first.
+  FOLIO_RETURN_IF_ERROR(cached_rows_map(&maps.x, dtype, x, m, 1, k, 1, a.x_box_rows));
+  FOLIO_RETURN_IF_ERROR(cached_rows_map(&maps.w, dtype, w, n, 1, k, 1, BN));
   const auto run = [&]<typename T>() -> Status {
     FOLIO_RETURN_IF_ERROR(
         opt_in_dynamic_smem(reinterpret_cast<const void*>(gemm_wgmma_kernel<T>), kSmemBytes));

@@ -141,7 +141,7 @@ __device__ __forceinline__ void fill(unsigned char* dst, const CUtensorMap* map,
 __device__ __forceinline__ void produce(const Args& a, const Maps& maps, unsigned char* smem,
                                        Barriers& bar) {
   const uint32_t x_bytes = static_cast<uint32_t>(a.x_box_rows) * BK * 2;
-  int pend_m0[kLag], pend_k[kLag];
+  int pend_m0[kLag] = {}, pend_k[kLag] = {};  // slot j % kLag: iteration j's tile row, k step
   const auto fill_x = [&](int j) {
     fill<kXStages>(stage_x(smem, j), &maps.x, bar.x_full, bar.x_empty, j, x_bytes,
                    pend_k[j % kLag] * BK, pend_m0[j % kLag]);

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -72,12 +73,20 @@ Status encode_rows_map(CUtensorMap* map, DType dt, const void* rows, int num_tok
   return encode_3d(map, dt, rows, dims, strides, box);
 }
 
-Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
-                              int head_dim, int box_slots) {
-  using Key = std::tuple<const void*, int, int, int, int>;
+namespace {
+
+// Encoded maps remembered by (base address, dtype, geometry, box): encode(map) runs once per
+// key. Freed and reallocated buffers (tests, engine restarts) would otherwise accumulate: a map
+// only describes addresses, so a stale entry is harmless but useless, and the cache is emptied
+// at `cap` entries. Safe to call from several threads (tensor-parallel workers).
+// Each caller passes its own lambda type, so each instantiation keeps its own map.
+template <typename Encode>
+Status remembered(CUtensorMap* map, const void* base, DType dt, const std::array<int, 5>& geometry,
+                  size_t cap, Encode&& encode) {
+  using Key = std::tuple<const void*, int, std::array<int, 5>>;
   static std::mutex mu;
   static std::map<Key, CUtensorMap> maps;
-  const Key key{cache, static_cast<int>(dt), num_kv_heads, head_dim, box_slots};
+  const Key key{base, static_cast<int>(dt), geometry};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = maps.find(key); it != maps.end()) {
@@ -85,13 +94,31 @@ Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int
       return Status();
     }
   }
-  FOLIO_RETURN_IF_ERROR(encode_paged_cache_map(map, dt, cache, num_kv_heads, head_dim, box_slots));
+  FOLIO_RETURN_IF_ERROR(encode(map));
   std::lock_guard<std::mutex> lock(mu);
-  // Freed and reallocated caches (tests, engine restarts) would otherwise accumulate: a map only
-  // describes addresses, so a stale entry is harmless but useless.
-  if (maps.size() >= 1024) maps.clear();
+  if (maps.size() >= cap) maps.clear();
   maps.emplace(key, *map);
   return Status();
+}
+
+}  // namespace
+
+Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int num_kv_heads,
+                              int head_dim, int box_slots) {
+  return remembered(map, cache, dt, {num_kv_heads, head_dim, box_slots, 0, 0}, 1024,
+                    [&](CUtensorMap* m) {
+                      return encode_paged_cache_map(m, dt, cache, num_kv_heads, head_dim,
+                                                    box_slots);
+                    });
+}
+
+Status cached_rows_map(CUtensorMap* map, DType dt, const void* rows, int num_tokens, int num_heads,
+                       int head_dim, int box_heads, int box_tokens) {
+  return remembered(map, rows, dt, {num_tokens, num_heads, head_dim, box_heads, box_tokens}, 4096,
+                    [&](CUtensorMap* m) {
+                      return encode_rows_map(m, dt, rows, num_tokens, num_heads, head_dim,
+                                             box_heads, box_tokens);
+                    });
 }
 
 }  // namespace folio::cuda

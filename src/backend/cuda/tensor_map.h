@@ -35,4 +35,9 @@ Status cached_paged_cache_map(CUtensorMap* map, DType dt, const void* cache, int
 Status encode_rows_map(CUtensorMap* map, DType dt, const void* rows, int num_tokens,
                        int num_heads, int head_dim, int box_heads, int box_tokens);
 
+// encode_rows_map remembered per (rows, dtype, geometry, box), as cached_paged_cache_map: for
+// arrays that stay put across steps (weights, the executor's activation buffers).
+Status cached_rows_map(CUtensorMap* map, DType dt, const void* rows, int num_tokens, int num_heads,
+                       int head_dim, int box_heads, int box_tokens);
+
 }  // namespace folio::cuda

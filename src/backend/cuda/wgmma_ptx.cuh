@@ -69,14 +69,14 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the
-// async proxy (wgmma operand reads); put it before the barrier that publishes the tile.
 // Zeroes 16 bytes of shared memory that a wgmma will read (a plain store: fence it for the
 // async proxy with fence_proxy_async_smem before the wgmma's block barrier).
 __device__ __forceinline__ void store_zero_16_smem(void* p) {
   *reinterpret_cast<uint4*>(p) = make_uint4(0, 0, 0, 0);
 }
 
+// Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the
+// async proxy (wgmma operand reads); put it before the barrier that publishes the tile.
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }

@@ -60,4 +60,9 @@ inline Status encode_rows_map(CUtensorMap* map, DType, const void* rows, int num
   return Status();
 }
 
+inline Status cached_rows_map(CUtensorMap* map, DType dt, const void* rows, int num_tokens,
+                              int num_heads, int head_dim, int box_heads, int box_tokens) {
+  return encode_rows_map(map, dt, rows, num_tokens, num_heads, head_dim, box_heads, box_tokens);
+}
+
 }  // namespace folio::cuda
