@@ -153,11 +153,12 @@ __device__ __forceinline__ void acquire(uint64_t* bar, uint32_t parity) {
 // (t + kStages < n_tiles): release it in its turn. Waiting on the full barriers first keeps the
 // arrivals in the right phase: before the producer has refilled the stage, an arrival would count
 // toward the stage's previous phase and complete it without the other warpgroup's release.
-__device__ __forceinline__ void release_skipped(Barriers& bar, int st, uint32_t parity) {
+__device__ __forceinline__ void release_skipped(Barriers& bar, int st, uint32_t parity,
+                                                bool release_v = true) {
   mbarrier_wait_parity(&bar.full_k[st], parity);
   release(&bar.empty_k[st]);
   mbarrier_wait_parity(&bar.full_v[st], parity);
-  release(&bar.empty_v[st]);
+  if (release_v) release(&bar.empty_v[st]);
 }
 
 // ---- the consumer warpgroups' loop (v3pw and v3tma) ------------------------------------------
@@ -166,11 +167,12 @@ __device__ __forceinline__ void release_skipped(Barriers& bar, int st, uint32_t 
 // keys [0, 64) of the tile are at or before some row of the warpgroup; the two instances are
 // separate straight-line paths (a per-wgmma choice makes ptxas serialize every wgmma, C7520).
 // kQTileToRegs: S reads Q from the warpgroup's registers (qf) instead of the Q tile.
+// release_v false: V(t)'s stage is kept (v3tmaq stages O there; its epilogue releases it).
 template <bool kHalf, bool kFence, bool kQTileToRegs, typename T>
 __device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float (&o)[D / 2],
                                           float (&m)[2], float (&l)[2],
                                           const uint32_t (&qf)[D / 16][4], int t, int st,
-                                          uint32_t parity) {
+                                          uint32_t parity, bool release_v) {
   float sc[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
@@ -198,21 +200,23 @@ __device__ __forceinline__ void tile_step(const Blk<T>& b, Barriers& bar, float 
   b.issue_pv(o, pf, st, kKeys / 16);
   wgmma_wait<0>();
   wgmma_fence_operand(o);
-  release(&bar.empty_v[st]);
+  if (release_v) release(&bar.empty_v[st]);
 }
 
-// The block's key tiles, then O stored. kFence: the fills are cp.async (generic-proxy) writes
-// that wgmma may read only after a proxy fence; TMA fills are async-proxy writes already and need
-// none. A persistent block (v3tma) runs one item after another on the same ring: g0 is the ring
-// position (fills so far) of this item's tile 0, and more_items says the producer goes on filling
-// after this item's tiles, so every skipped tile must be released. kQTileToRegs (v3tmaq): Q came
-// from the producer's TMA copy; the warpgroup copies its rows into registers (S's A operand) and
-// releases the Q tile at once, so the producer can fetch the next item's Q while this item runs.
-// (Released after the item's last S or P V instead, as session 13 did, the next item waited for
-// its Q: 8 x 1024 325 against 344 TFLOP/s, NOTES.md.)
-template <bool kFence = true, bool kQTileToRegs = false, typename T>
-__device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
-                              bool more_items = false) {
+// The block's key tiles, then O handed to store(o, l) (l: this thread's partial row sums). kFence:
+// the fills are cp.async (generic-proxy) writes that wgmma may read only after a proxy fence; TMA
+// fills are async-proxy writes already and need none. A persistent block (v3tma) runs one item
+// after another on the same ring: g0 is the ring position (fills so far) of this item's tile 0,
+// and more_items says the producer goes on filling after this item's tiles, so every skipped
+// tile must be released. kQTileToRegs (v3tmaq): Q came from the producer's TMA copy; the
+// warpgroup copies its rows into registers (S's A operand) and releases the Q tile at once, so
+// the producer can fetch the next item's Q while this item runs. (Released after the item's last
+// S or P V instead, as session 13 did, the next item waited for its Q: 8 x 1024 325 against 344
+// TFLOP/s, NOTES.md.) hold_last_v: the last tile's V stage is not released (it is in every case
+// waited for, so its fill has landed): store() takes it over.
+template <bool kFence, bool kQTileToRegs, typename T, typename Store>
+__device__ void consume_tiles_then(const Blk<T>& b, Barriers& bar, int g0, bool more_items,
+                                   bool hold_last_v, Store&& store) {
   const int n_wg = b.wg_tiles();  // warpgroup-uniform
   uint32_t qf[D / 16][4];         // set and read only with kQTileToRegs
   if constexpr (kQTileToRegs) {
@@ -225,18 +229,27 @@ __device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
   for (int t = 0; t < b.n_tiles; ++t) {
     const int st = (g0 + t) % kStages;
     const uint32_t parity = ((g0 + t) / kStages) & 1;
+    const bool release_v = !hold_last_v || t + 1 < b.n_tiles;
     if (t < n_wg) {
       // Warpgroup-uniform: keys t * BN + 64 .. are past every row of this warpgroup.
       if (t * BN + 64 > b.wg_max_pos) {
-        tile_step<true, kFence, kQTileToRegs>(b, bar, o, m, l, qf, t, st, parity);
+        tile_step<true, kFence, kQTileToRegs>(b, bar, o, m, l, qf, t, st, parity, release_v);
       } else {
-        tile_step<false, kFence, kQTileToRegs>(b, bar, o, m, l, qf, t, st, parity);
+        tile_step<false, kFence, kQTileToRegs>(b, bar, o, m, l, qf, t, st, parity, release_v);
       }
-    } else if (more_items || t + kStages < b.n_tiles) {  // not needed here, but refilled later
-      release_skipped(bar, st, parity);
+    } else if (more_items || t + kStages < b.n_tiles || !release_v) {
+      release_skipped(bar, st, parity, release_v);  // not needed here, but refilled or held
     }
   }
-  b.store(o, l);
+  store(o, l);
+}
+
+template <bool kFence = true, bool kQTileToRegs = false, typename T>
+__device__ void consume_tiles(const Blk<T>& b, Barriers& bar, int g0 = 0,
+                              bool more_items = false) {
+  consume_tiles_then<kFence, kQTileToRegs>(
+      b, bar, g0, more_items, /*hold_last_v=*/false,
+      [&](const float (&o)[D / 2], const float (&l)[2]) { b.store(o, l); });
 }
 
 }  // namespace folio::cuda::prefill_detail::v3pw_ring

@@ -34,6 +34,9 @@
 //
 // Work items are dealt from a counter (prefill_attention_items.cuh): the producer hands each to
 // the consumers in QBarriers::item with its Q, and -1 once there are none left.
+//
+// O of an item whose 128 rows are all real leaves by TMA store, staged in the V stage of the
+// item's last key tile (prefill_attention_v3tmaq_ostore.cuh); other items store it themselves.
 #include <cstdint>
 
 #include "backend/cuda/prefill_attention_items.cuh"
@@ -42,6 +45,7 @@
 #include "backend/cuda/prefill_attention_v3tma.cuh"
 #include "backend/cuda/prefill_attention_v3tma_launch.cuh"
 #include "backend/cuda/prefill_attention_v3tma_wg.cuh"
+#include "backend/cuda/prefill_attention_v3tmaq_ostore.cuh"
 
 namespace folio::cuda::prefill_detail {
 namespace v3tmaq {
@@ -55,6 +59,7 @@ constexpr uint32_t kQHalfBytes = 64 * v3pw_ring::D * 2;  // one warpgroup's 64 r
 
 struct MapsQ : v3tma_ring::Maps {
   CUtensorMap q;  // q [tokens, heads, head_dim], box (64, G, 64 / G)
+  CUtensorMap o;  // out, the same shape and box (full items' O: v3tmaq_ostore.cuh)
 };
 
 using v3pw_ring::QBarriers;
@@ -138,21 +143,35 @@ __global__ void __launch_bounds__(v3tma_ring::kWgThreads, 1)
       tma_prefetch_map(&maps.k_page);
       tma_prefetch_map(&maps.v_page);
       tma_prefetch_map(&maps.q);
+      tma_prefetch_map(&maps.o);
     }
     produce_items(b, bar, qb, maps, num_seqs);
     return;
   }
   setmaxnreg_inc<v3tma_ring::kWgConsumerRegs>();
   // The consumers take the items the producer hands them with their Q, until it hands them -1.
+  int held_v = -1;  // the V stage this warpgroup's last O store may still read (ostore.cuh)
   for (int j = 0, g = 0;; ++j) {  // j: items so far (full_q's phase), g: ring fills so far
     mbarrier_wait_parity(&qb.full_q[b.wg], j & 1);    // TMA wrote Q: no proxy fence
     const int i = item_deal::receive(qb.item[b.wg]);  // released again through empty_q
     if (i < 0) break;
     v3tma_ring::take_item(b, i, num_seqs);
-    v3pw_ring::consume_tiles</*kFence=*/false, /*kQTileToRegs=*/true>(b, bar, g,
-                                                                      /*more_items=*/true);
+    v3tmaq_o::release_held_v(bar, held_v);
+    held_v = -1;
+    const bool full = v3tmaq_o::item_is_full(b);  // block-uniform
+    const int last_st = (g + b.n_tiles - 1) % v3pw_ring::kStages;
+    v3pw_ring::consume_tiles_then</*kFence=*/false, /*kQTileToRegs=*/true>(
+        b, bar, g, /*more_items=*/true, /*hold_last_v=*/full,
+        [&](const float (&o)[v3pw_ring::D / 2], const float (&l)[2]) {
+          if (full) {
+            held_v = v3tmaq_o::store_o(b, bar, &maps.o, last_st, o, l);
+          } else {
+            b.store(o, l);
+          }
+        });
     g += b.n_tiles;
   }
+  v3tmaq_o::finish_stores();
 #endif
 }
 
@@ -163,11 +182,13 @@ Status launch_v3tmaq(const PagedAttentionParams& p, const PrefillPlan& plan, voi
   const int G = p.num_heads / p.num_kv_heads;
   // TMA reads 16-byte-aligned rows (every q buffer of the engine is; a test's may not be).
   if (!v3tma_ring::tma_ring_fits(p) || 64 % G != 0 || plan.num_tokens <= 0 ||
-      reinterpret_cast<uintptr_t>(p.q) % 16 != 0)
+      reinterpret_cast<uintptr_t>(p.q) % 16 != 0 || reinterpret_cast<uintptr_t>(p.out) % 16 != 0)
     return launch_v3tma(p, plan, stream);
   return v3k::with_row_tiles(p, plan, [&]<typename T>(const v3k::Args<T>& a) {
     v3tmaq::MapsQ maps;  // the K/V maps and the ticket slot are set by the launch
     FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.q, p.dtype, p.q, plan.num_tokens, p.num_heads,
+                                          p.head_dim, G, 64 / G));
+    FOLIO_RETURN_IF_ERROR(encode_rows_map(&maps.o, p.dtype, p.out, plan.num_tokens, p.num_heads,
                                           p.head_dim, G, 64 / G));
     return v3tma_ring::launch_tma_kernel<T>(v3tmaq::prefill_v3tmaq_kernel<T>, a, p, plan,
                                             v3tma_ring::kWgThreads, stream,

@@ -1,6 +1,7 @@
 // Tensor Memory Accelerator (TMA) primitives (sm_90, inline PTX): bulk tensor copies from global
 // to shared memory described by a CUtensorMap (encoded on the host, tensor_map.h) and completed
-// through an mbarrier's transaction count.
+// through an mbarrier's transaction count, and back (tma_store_3d, completed through the issuing
+// thread's bulk async-groups).
 //
 // An mbarrier phase completes when both its pending arrivals and its pending transaction bytes
 // reach zero. The producer announces a stage's bytes with one arrive.expect_tx (which also counts
@@ -44,6 +45,38 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
       " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
       : "memory");
+}
+
+// The box of `map` at element coordinates (c0, c1, c2) from shared memory at src (laid out as a
+// load of the same box would leave it) to global memory, as one bulk async-group copy of this
+// thread; elements outside the tensor are not written. The writer(s) of src must have run
+// fence_proxy_async_smem (the copy reads through the async proxy) and be ordered before this
+// thread (a barrier). Then bulk_commit_group, and bulk_wait_group_read before src is reused.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, int c0, int c1, int c2,
+                                             const void* src) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src))
+      : "memory");
+}
+
+// Closes this thread's bulk copies issued since the last commit into one bulk async-group.
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most N of this thread's bulk async-groups still read their shared memory
+// (the source may be overwritten then; the global writes may still be in flight).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+// Waits until at most N of this thread's bulk async-groups are incomplete (writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // Pulls the descriptor into the TMA unit's cache ahead of the first copy.

@@ -75,6 +75,12 @@ __device__ __forceinline__ void store_zero_16_smem(void* p) {
   *reinterpret_cast<uint4*>(p) = make_uint4(0, 0, 0, 0);
 }
 
+// Writes 4 bytes of shared memory that the async proxy (wgmma, a TMA store) will read: fence
+// them as store_zero_16_smem's.
+__device__ __forceinline__ void store_u32_smem(void* p, uint32_t v) {
+  *reinterpret_cast<uint32_t*>(p) = v;
+}
+
 // Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the
 // async proxy (wgmma operand reads); put it before the barrier that publishes the tile.
 __device__ __forceinline__ void fence_proxy_async_smem() {

@@ -3,6 +3,7 @@
 // at the given coordinates, elements outside the tensor as zeros, and writes it as the hardware's
 // 128-byte swizzle does: rows of 128 bytes, 16-byte chunk c of the row at shared address R stored
 // at chunk c ^ ((R >> 7) & 7), so a tile that is not aligned to 1024 bytes comes out permuted.
+// TMA stores (the same walk backwards) are emu_bulk_store.h's.
 #pragma once
 
 #include <cuda.h>
@@ -15,6 +16,7 @@
 #include "backend/cuda/mma_ptx.cuh"
 #include "backend/cuda/tensor_map.h"
 #include "emu_async.h"
+#include "emu_bulk_store.h"
 
 namespace folio::cuda {
 
@@ -49,6 +51,45 @@ inline void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c
       }
     }
   emu::tma_issue(std::move(chunks), smem_addr(bar));
+}
+
+// The inverse of tma_load_3d's box walk: chunk c of box row R from the 128-byte-swizzled
+// source, to the tensor's element (c0 + 8 c, c1 + i1, c2 + i2); chunks outside it are dropped.
+inline void tma_store_3d(const CUtensorMap* map, int c0, int c1, int c2, const void* src) {
+  EmuTensorMap m;
+  std::memcpy(&m, map, sizeof m);
+  const uint32_t row_bytes = m.box[0] * m.elem_bytes;
+  if (row_bytes != 128) emu::async_fail("emulated TMA store: only 128-byte swizzled rows");
+  const uint32_t base = smem_addr(src);
+  if (base % 128 != 0) emu::async_fail("emulated TMA store: source not 128-byte aligned");
+  std::vector<emu::BulkStoreChunk> chunks;
+  const uint32_t per_chunk = 16 / m.elem_bytes;
+  for (uint32_t i2 = 0; i2 < m.box[2]; ++i2)
+    for (uint32_t i1 = 0; i1 < m.box[1]; ++i1) {
+      const uint32_t row = base + (i2 * m.box[1] + i1) * row_bytes;
+      const int64_t y = static_cast<int64_t>(c1) + i1, z = static_cast<int64_t>(c2) + i2;
+      for (uint32_t c = 0; c < row_bytes / 16; ++c) {
+        const int64_t x = static_cast<int64_t>(c0) + c * per_chunk;
+        const bool in = x >= 0 && x + per_chunk <= static_cast<int64_t>(m.dims[0]) && y >= 0 &&
+                        y < static_cast<int64_t>(m.dims[1]) && z >= 0 &&
+                        z < static_cast<int64_t>(m.dims[2]);
+        void* dst = in ? const_cast<unsigned char*>(m.base) + z * m.strides[1] +
+                             y * m.strides[0] + x * m.elem_bytes
+                       : nullptr;
+        chunks.push_back({row + ((c ^ ((row >> 7) & 7u)) << 4), dst});
+      }
+    }
+  emu::bulk_store_issue(std::move(chunks));
+}
+
+inline void bulk_commit_group() { emu::bulk_commit_group(); }
+template <int N>
+inline void bulk_wait_group_read() {
+  emu::bulk_wait_group(N);
+}
+template <int N>
+inline void bulk_wait_group() {
+  emu::bulk_wait_group(N);
 }
 
 inline void tma_prefetch_map(const CUtensorMap*) {}

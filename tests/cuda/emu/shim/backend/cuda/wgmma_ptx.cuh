@@ -73,6 +73,10 @@ inline void store_zero_16_smem(void* p) {
   std::memset(p, 0, 16);
   emu::generic_smem_store(p);
 }
+inline void store_u32_smem(void* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+  emu::generic_smem_store(p);
+}
 inline void fence_proxy_async_smem() {
   emu::unfenced_acquire = false;
 }
