@@ -4,9 +4,11 @@
 // Only .cu/.cuh files include this.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/attention_params.h"
+#include "backend/cuda/fast_divmod.h"
 
 namespace folio::cuda {
 
@@ -39,6 +41,17 @@ struct PrefillArgs : PagedPointers<T> {
   int num_heads, num_kv_heads, head_dim, block_size, row_tiles;
   int block_shift;   // log2(block_size) when it is a power of two, else -1 (divide)
   float scale_log2;  // scale * log2(e): the softmax runs in base 2
+  // The per-item divisions by launch constants (fast_divmod.h): by the query group G (a row r of
+  // a KV head's rows is token r / G, q head r % G of the group), by num_kv_heads, and by the work
+  // items of one row tile (num_seqs x num_kv_heads; v3tma_ring::take_item).
+  int group;
+  FastDivmod group_div, kv_heads_div, tile_items_div;
+
+  // The q (and out) row of row gr of KV head kvh's rows in the sequence starting at token qs.
+  __device__ int64_t q_row(int qs, int kvh, int gr) const {
+    const int tok = group_div.div(gr);
+    return static_cast<int64_t>(qs + tok) * num_heads + kvh * group + (gr - tok * group);
+  }
 
   void set(const PagedAttentionParams& p, int tiles) {
     this->set_pointers(p);
@@ -49,6 +62,10 @@ struct PrefillArgs : PagedPointers<T> {
     block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(p.block_size) : -1;
     row_tiles = tiles;
     scale_log2 = p.scale * 1.4426950408889634f;
+    group = p.num_heads / p.num_kv_heads;
+    group_div = FastDivmod(group);
+    kv_heads_div = FastDivmod(p.num_kv_heads);
+    tile_items_div = FastDivmod(std::max(1, p.num_seqs) * p.num_kv_heads);
   }
 };
 

@@ -87,20 +87,21 @@ struct Block {
     const int tile = a.row_tiles - 1 - tile_from_end;
     qs = a.query_start[s];
     const int q_len = a.query_start[s + 1] - qs;
-    G = a.num_heads / a.num_kv_heads;
+    G = a.group;
     const int rows = q_len * G;
     r0 = tile * BM;
     live = r0 < rows;
     first_pos = a.context_lens[s] - q_len;
     last_row = min(r0 + BM, rows) - 1;
-    kv_end = first_pos + last_row / G + 1;
+    kv_end = first_pos + a.group_div.div(last_row) + 1;
     n_tiles = (kv_end + kBN - 1) / kBN;
     table = a.block_table + a.block_table_start[s];
     // Rows past the end take the last position so that no row is wholly masked.
-    for (int h = 0; h < 2; ++h) pos[h] = first_pos + min(r0 + wr0 + 8 * h + g, last_row) / G;
-    warp_min_pos = first_pos + min(r0 + wr0, last_row) / G;
+    for (int h = 0; h < 2; ++h)
+      pos[h] = first_pos + a.group_div.div(min(r0 + wr0 + 8 * h + g, last_row));
+    warp_min_pos = first_pos + a.group_div.div(min(r0 + wr0, last_row));
     wg_live = r0 + wg_r0 <= last_row;
-    wg_max_pos = first_pos + min(r0 + wg_r0 + 63, last_row) / G;
+    wg_max_pos = first_pos + a.group_div.div(min(r0 + wg_r0 + 63, last_row));
   }
 
   __device__ unsigned char* k_tile(int st) const { return q_s + C::kQBytes + st * C::kTileBytes; }
@@ -121,7 +122,7 @@ struct Block {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int gr = r0 + wr0 + 8 * h + g;
-      const int64_t row = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
+      const int64_t row = a.q_row(qs, kvh, gr);
       qrow[h] = gr <= last_row ? reinterpret_cast<const uint32_t*>(a.q + row * D) : nullptr;
     }
 #pragma unroll
@@ -142,8 +143,7 @@ struct Block {
     for (int i = tid; i < nrows * CPR; i += n_threads) {
       const int r = row0 + i / CPR, c = (i % CPR) * 8, gr = r0 + r;
       const bool ok = gr <= last_row;
-      const int64_t qrow =
-          ok ? static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G : 0;
+      const int64_t qrow = ok ? a.q_row(qs, kvh, gr) : 0;
       cp_async_16(q_s + sw128_offset(r, c, BM), a.q + qrow * D + c, ok);
     }
   }
@@ -303,7 +303,7 @@ struct Block {
       float sum = l[h];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const float inv = sum > 0.f ? fast_rcp(sum) : 0.f;
       // Round 1: of groups 2p and 2p + 1, the even thread keeps 2p, the odd one 2p + 1, each
       // with its partner's word: 4 columns (8 bytes) at 4 upper.
       uint32_t w2[D / 16][2];
@@ -329,7 +329,7 @@ struct Block {
                       : make_uint4(w2[2 * q][0], w2[2 * q][1], r0w, r1w);
       }
       if (gr > last_row) continue;
-      const int64_t orow = static_cast<int64_t>(qs + gr / G) * a.num_heads + kvh * G + gr % G;
+      const int64_t orow = a.q_row(qs, kvh, gr);
       T* const dst = a.out + orow * D;
 #pragma unroll
       for (int q = 0; q < D / 32; ++q) {

@@ -71,8 +71,7 @@ __device__ __forceinline__ void produce_q(const Blk<T>& b, int lane) {
   for (int i = 0; i < v3k::BM / 2; ++i) {
     const int r = 2 * i + half, gr = b.r0 + r;
     const bool ok = gr <= b.last_row;
-    const int64_t qrow =
-        ok ? static_cast<int64_t>(b.qs + gr / b.G) * b.a.num_heads + b.kvh * b.G + gr % b.G : 0;
+    const int64_t qrow = ok ? b.a.q_row(b.qs, b.kvh, gr) : 0;
     cp_async_16(b.q_s + v3k::sw128_offset(r, c, v3k::BM), b.a.q + qrow * D + c, ok);
   }
 }

@@ -94,11 +94,14 @@ __device__ void produce_tma(const Blk<T>& b, Barriers& bar, const Maps& maps, in
 
 // Work item i (i < row_tiles x num_seqs x num_kv_heads) as Block::set_item's arguments: the
 // longest row tiles first, then sequence, then KV head.
+// num_seqs: the launch's, which Args::tile_items_div divides by (x num_kv_heads).
 template <typename T>
 __device__ __forceinline__ void take_item(Blk<T>& b, int i, int num_seqs) {
-  const int per_tile = num_seqs * b.a.num_kv_heads;
-  const int rem = i % per_tile;
-  b.set_item(i / per_tile, rem / b.a.num_kv_heads, rem % b.a.num_kv_heads);
+  (void)num_seqs;
+  const int tile = b.a.tile_items_div.div(i);
+  const int rem = i - tile * b.a.tile_items_div.d;
+  const int s = b.a.kv_heads_div.div(rem);
+  b.set_item(tile, s, rem - s * b.a.num_kv_heads);
 }
 
 // Calls fn(g) for each of this block's work items that has rows (blockIdx.x, + gridDim.x, ...),

@@ -88,7 +88,7 @@ __device__ __forceinline__ void fill_q(const Blk<T>& b, QBarriers& qb, const Map
     __syncwarp();  // the bytes are expected before a copy can complete them
     if (lane < 2)  // column half `lane`: panel lane, rows 64 w ..
       tma_load_3d(b.q_s + lane * v3k::BM * 128 + w * 64 * 128, &maps.q, lane * 64, b.kvh * b.G,
-                  b.qs + (b.r0 + 64 * w) / b.G, &qb.full_q[w]);
+                  b.qs + b.a.group_div.div(b.r0 + 64 * w), &qb.full_q[w]);
   }
 }
 

@@ -59,22 +59,32 @@ __device__ __forceinline__ bool is_issuer() { return threadIdx.x % 128 == 0; }
 
 // This thread's rows of O, normalised, into the warpgroup's staging area o_s (1024-aligned).
 // o[4 j + 2 h + e] is row 8 h + g of the warp's 16, column 8 j + 2 tq + e (wgmma's accumulator).
+// Column group j's 16-byte chunk sits at chunk (j % 8) ^ (row % 8) of its row, and row % 8 = g
+// for both h: one address per j % 8, the row pair (h: 1 KB) and the column half (8 KB) as
+// immediate offsets.
 template <typename T>
 __device__ __forceinline__ void stage_o(const Blk<T>& b, unsigned char* o_s,
                                         const float (&o)[D / 2], const float (&l)[2]) {
+  float inv[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float sum = l[h];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    const int row = (b.wr0 - b.wg_r0) + 8 * h + b.g;  // of the warpgroup's 64
+    inv[h] = sum > 0.f ? fast_rcp(sum) : 0.f;
+  }
+  unsigned char* const row_base = o_s + ((b.wr0 - b.wg_r0) + b.g) * 128 + b.tq * 4;
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      const uint32_t off = (j / 8) * kOHalfBytes + row * 128 + (((j % 8) ^ (row % 8)) << 4) +
-                           b.tq * 4;
-      store_u32_smem(o_s + off, pack2<T>(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv));
-    }
+  for (int jj = 0; jj < 8; ++jj) {
+    unsigned char* const chunk = row_base + ((jj ^ b.g) << 4);
+#pragma unroll
+    for (int half = 0; half < D / 64; ++half)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int j = 8 * half + jj;
+        store_u32_smem(chunk + half * kOHalfBytes + h * 8 * 128,
+                       pack2<T>(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]));
+      }
   }
 }
 
@@ -89,7 +99,7 @@ __device__ __forceinline__ int store_o(const Blk<T>& b, Barriers& bar, const CUt
   fence_proxy_async_smem();  // the TMA unit reads O through the async proxy
   named_barrier_sync(kOWgBarrier + b.wg, 128);
   if (is_issuer()) {
-    const int token0 = b.qs + (b.r0 + b.wg_r0) / b.G;  // G divides 64: rows start a token
+    const int token0 = b.qs + b.a.group_div.div(b.r0 + b.wg_r0);  // G divides 64
     for (int h = 0; h < 2; ++h)
       tma_store_3d(o_map, h * 64, b.kvh * b.G, token0, o_s + h * kOHalfBytes);
     bulk_commit_group();

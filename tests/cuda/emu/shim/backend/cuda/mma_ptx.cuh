@@ -100,5 +100,8 @@ inline void cp_async_wait() {
 inline float fast_exp2(float x) {
   return std::exp2(x);
 }
+inline float fast_rcp(float x) {
+  return 1.f / x;
+}
 
 }  // namespace folio::cuda
