@@ -26,15 +26,16 @@ inline void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
   emu::mbarrier_arrive_expect_tx(smem_addr(bar), bytes);
 }
 
-inline void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
-                        uint64_t* bar) {
+// The box of `map` at (c0, c1, c2) against 128-byte-swizzled shared memory at `base`: calls
+// chunk(shared offset, global address or null outside the tensor) for each 16-byte chunk, in the
+// hardware's order (chunk c of box row R at chunk c ^ ((R >> 7) & 7)).
+template <typename F>
+inline void walk_box(const CUtensorMap* map, int c0, int c1, int c2, uint32_t base, F&& chunk) {
   EmuTensorMap m;
   std::memcpy(&m, map, sizeof m);
   const uint32_t row_bytes = m.box[0] * m.elem_bytes;
   if (row_bytes != 128) emu::async_fail("emulated TMA: only 128-byte swizzled rows");
-  const uint32_t base = smem_addr(dst);
-  if (base % 128 != 0) emu::async_fail("emulated TMA: destination not 128-byte aligned");
-  std::vector<std::pair<uint32_t, const void*>> chunks;
+  if (base % 128 != 0) emu::async_fail("emulated TMA: shared memory not 128-byte aligned");
   const uint32_t per_chunk = 16 / m.elem_bytes;
   for (uint32_t i2 = 0; i2 < m.box[2]; ++i2)
     for (uint32_t i1 = 0; i1 < m.box[1]; ++i1) {
@@ -45,40 +46,27 @@ inline void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c
         const bool in = x >= 0 && x + per_chunk <= static_cast<int64_t>(m.dims[0]) && y >= 0 &&
                         y < static_cast<int64_t>(m.dims[1]) && z >= 0 &&
                         z < static_cast<int64_t>(m.dims[2]);
-        const void* src =
-            in ? m.base + z * m.strides[1] + y * m.strides[0] + x * m.elem_bytes : nullptr;
-        chunks.emplace_back(row + ((c ^ ((row >> 7) & 7u)) << 4), src);
+        unsigned char* g = in ? const_cast<unsigned char*>(m.base) + z * m.strides[1] +
+                                    y * m.strides[0] + x * m.elem_bytes
+                              : nullptr;
+        chunk(row + ((c ^ ((row >> 7) & 7u)) << 4), g);
       }
     }
+}
+
+inline void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
+                        uint64_t* bar) {
+  std::vector<std::pair<uint32_t, const void*>> chunks;
+  walk_box(map, c0, c1, c2, smem_addr(dst),
+           [&](uint32_t s, unsigned char* g) { chunks.emplace_back(s, g); });
   emu::tma_issue(std::move(chunks), smem_addr(bar));
 }
 
-// The inverse of tma_load_3d's box walk: chunk c of box row R from the 128-byte-swizzled
-// source, to the tensor's element (c0 + 8 c, c1 + i1, c2 + i2); chunks outside it are dropped.
+// TMA store: the same walk backwards; chunks outside the tensor are dropped.
 inline void tma_store_3d(const CUtensorMap* map, int c0, int c1, int c2, const void* src) {
-  EmuTensorMap m;
-  std::memcpy(&m, map, sizeof m);
-  const uint32_t row_bytes = m.box[0] * m.elem_bytes;
-  if (row_bytes != 128) emu::async_fail("emulated TMA store: only 128-byte swizzled rows");
-  const uint32_t base = smem_addr(src);
-  if (base % 128 != 0) emu::async_fail("emulated TMA store: source not 128-byte aligned");
   std::vector<emu::BulkStoreChunk> chunks;
-  const uint32_t per_chunk = 16 / m.elem_bytes;
-  for (uint32_t i2 = 0; i2 < m.box[2]; ++i2)
-    for (uint32_t i1 = 0; i1 < m.box[1]; ++i1) {
-      const uint32_t row = base + (i2 * m.box[1] + i1) * row_bytes;
-      const int64_t y = static_cast<int64_t>(c1) + i1, z = static_cast<int64_t>(c2) + i2;
-      for (uint32_t c = 0; c < row_bytes / 16; ++c) {
-        const int64_t x = static_cast<int64_t>(c0) + c * per_chunk;
-        const bool in = x >= 0 && x + per_chunk <= static_cast<int64_t>(m.dims[0]) && y >= 0 &&
-                        y < static_cast<int64_t>(m.dims[1]) && z >= 0 &&
-                        z < static_cast<int64_t>(m.dims[2]);
-        void* dst = in ? const_cast<unsigned char*>(m.base) + z * m.strides[1] +
-                             y * m.strides[0] + x * m.elem_bytes
-                       : nullptr;
-        chunks.push_back({row + ((c ^ ((row >> 7) & 7u)) << 4), dst});
-      }
-    }
+  walk_box(map, c0, c1, c2, smem_addr(src),
+           [&](uint32_t s, unsigned char* g) { chunks.push_back({s, g}); });
   emu::bulk_store_issue(std::move(chunks));
 }
 
