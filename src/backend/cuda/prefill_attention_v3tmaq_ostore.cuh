@@ -4,10 +4,10 @@
 // Why: with the 16-byte stores O still cost 8 x 1024 about 8% (a timing probe that never stored
 // O ran 415 TFLOP/s against 385; NOTES.md, session 17): each warp's normalised rows went out as
 // 8 x 16-byte global stores after 32 quad shuffles, and both warpgroups pay that at the same
-// time, at every item's end, with the tensor cores idle. Here each thread writes its packed O
-// pairs into shared memory in the 128-byte-swizzled layout a TMA load of the same box leaves
-// (no shuffles; conflict-free: the 8 rows of a quad column land in 8 different 16-byte chunks),
-// and one thread per warpgroup hands the 16 KB to the TMA unit as 2 box copies.
+// time, at every item's end, with the tensor cores idle. Here each warp writes its packed O
+// pairs into shared memory by stmatrix (8 per lane) in the 128-byte-swizzled layout a TMA load
+// of the same box leaves (no shuffles; conflict-free: the 8 rows of a matrix land in 8 different
+// 16-byte chunks), and one thread per warpgroup hands the 16 KB to the TMA unit as 2 box copies.
 //
 // Where: shared memory is full (Q 32 KB + a 3-stage ring of 64 KB), so O goes into the V stage of
 // the item's last key tile, which the warpgroups hold instead of releasing after their last P V
@@ -57,11 +57,14 @@ __device__ __forceinline__ bool item_is_full(const Blk<T>& b) {
 
 __device__ __forceinline__ bool is_issuer() { return threadIdx.x % 128 == 0; }
 
-// This thread's rows of O, normalised, into the warpgroup's staging area o_s (1024-aligned).
-// o[4 j + 2 h + e] is row 8 h + g of the warp's 16, column 8 j + 2 tq + e (wgmma's accumulator).
-// Column group j's 16-byte chunk sits at chunk (j % 8) ^ (row % 8) of its row, and row % 8 = g
-// for both h: one address per j % 8, the row pair (h: 1 KB) and the column half (8 KB) as
-// immediate offsets.
+// This warp's 16 rows of O, normalised, into the warpgroup's staging area o_s (1024-aligned).
+// o[4 j + 2 h + e] is row 8 h + g of the warp's 16, column 8 j + 2 tq + e (wgmma's accumulator),
+// i.e. this lane's element pair of the 8 x 8 matrix (rows 8 h.., columns 8 j..) in the layout
+// stmatrix takes. Column group j's 16-byte chunk sits at chunk (j % 8) ^ (row % 8) of its row
+// (the 128-byte swizzle). One stmatrix.x4 stores the four column groups j = 8 half + 4 q + i
+// (i < 4) of one row half h: lane 8 i + r gives row 8 h + r's chunk (4 q + i) ^ r = 4 q ^ (i ^ r),
+// so two addresses (q = 0, 1) serve all 8 instructions, h (1 KB) and half (8 KB) as immediates.
+// (32 4-byte stores per lane before: session 19, NOTES.md.)
 template <typename T>
 __device__ __forceinline__ void stage_o(const Blk<T>& b, unsigned char* o_s,
                                         const float (&o)[D / 2], const float (&l)[2]) {
@@ -73,17 +76,22 @@ __device__ __forceinline__ void stage_o(const Blk<T>& b, unsigned char* o_s,
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     inv[h] = sum > 0.f ? fast_rcp(sum) : 0.f;
   }
-  unsigned char* const row_base = o_s + ((b.wr0 - b.wg_r0) + b.g) * 128 + b.tq * 4;
+  const int lane = threadIdx.x % 32, i = lane / 8, r = lane % 8;
+  unsigned char* const row_base = o_s + ((b.wr0 - b.wg_r0) + r) * 128;
 #pragma unroll
-  for (int jj = 0; jj < 8; ++jj) {
-    unsigned char* const chunk = row_base + ((jj ^ b.g) << 4);
+  for (int q = 0; q < 2; ++q) {
+    unsigned char* const chunk = row_base + (((4 * q) ^ (i ^ r)) << 4);
 #pragma unroll
     for (int half = 0; half < D / 64; ++half)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int j = 8 * half + jj;
-        store_u32_smem(chunk + half * kOHalfBytes + h * 8 * 128,
-                       pack2<T>(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]));
+        uint32_t m[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int j = 8 * half + 4 * q + k;
+          m[k] = pack2<T>(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+        }
+        stmatrix_x4(chunk + half * kOHalfBytes + h * 8 * 128, m);
       }
   }
 }

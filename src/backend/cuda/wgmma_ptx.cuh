@@ -81,6 +81,18 @@ __device__ __forceinline__ void store_u32_smem(void* p, uint32_t v) {
   *reinterpret_cast<uint32_t*>(p) = v;
 }
 
+// stmatrix.x4 (sm_90): the warp stores four 8x8 16-bit matrices; lanes 8i..8i+7 give the row
+// addresses (16 bytes each, 16-aligned) of matrix i, whose (row lane / 4, cols 2 (lane % 4) ..+1)
+// each lane holds in r[i] -- mma's accumulator layout, so a warp's packed O pairs go out as
+// 4 x 128 bytes per instruction instead of 4 bytes per store_u32_smem. A generic-proxy write:
+// fence it as store_u32_smem's before an async-proxy reader.
+__device__ __forceinline__ void stmatrix_x4(void* p, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   static_cast<uint32_t>(__cvta_generic_to_shared(p))),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the
 // async proxy (wgmma operand reads); put it before the barrier that publishes the tile.
 __device__ __forceinline__ void fence_proxy_async_smem() {

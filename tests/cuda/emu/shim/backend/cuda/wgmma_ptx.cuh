@@ -77,6 +77,24 @@ inline void store_u32_smem(void* p, uint32_t v) {
   std::memcpy(p, &v, 4);
   emu::generic_smem_store(p);
 }
+// Lane l = 8i + r writes row r of matrix i at its own address: lanes 4r..4r+3's r[i], in lane
+// order (the layout wgmma_ptx.cuh documents), recorded as a write for the race check.
+inline void stmatrix_x4(void* p, const uint32_t (&r)[4]) {
+  const int lane = emu::tid % 32;
+  emu::warp_sync();  // the previous collective's reads are done
+  for (int i = 0; i < 4; ++i) emu::lane_slot(lane)[i] = r[i];
+  emu::warp_sync();
+  const int matrix = lane / 8, row = lane % 8;
+  if ((static_cast<unsigned char*>(p) - emu::smem()) % 16 != 0) {
+    std::fprintf(stderr, "emulated stmatrix: row address not 16-byte aligned\n");
+    std::abort();
+  }
+  for (int t = 0; t < 4; ++t) {
+    const uint32_t v = static_cast<uint32_t>(emu::lane_slot(4 * row + t)[matrix]);
+    std::memcpy(static_cast<unsigned char*>(p) + 4 * t, &v, 4);
+  }
+  emu::generic_smem_store(p);
+}
 inline void fence_proxy_async_smem() {
   emu::unfenced_acquire = false;
 }
