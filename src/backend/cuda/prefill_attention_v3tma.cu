@@ -85,7 +85,7 @@ __device__ void produce_items(Blk<T>& b, Barriers& bar, ItemSlots& slots,
   for (item_deal::Walk walk(b.a.row_tiles * num_seqs * b.a.num_kv_heads, maps.ticket_slot);
        walk.more(); walk.advance(lane)) {
     walk.draw(lane);
-    v3tma_ring::take_item(b, walk.i, num_seqs);
+    v3tma_ring::take_item(b, walk.i);
     if (!b.live) continue;  // a row tile past its sequence's rows has no work
     publish_item(bar, slots, g, walk.i, lane);
     v3tma_ring::produce_tma(b, bar, maps, g);
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     mbarrier_wait_parity(&bar.full_k[st], (g / kStages) & 1);  // the item's tile 0, or the end
     const int i = item_deal::receive(slots.item[st]);          // released again through empty_k[st]
     if (i < 0) break;
-    v3tma_ring::take_item(b, i, num_seqs);
+    v3tma_ring::take_item(b, i);
     v3tma_ring::load_q_warpgroup(b, g);
     // The producer moves on to the next item's tiles while this one finishes.
     v3pw_ring::consume_tiles</*kFence=*/false>(b, bar, g, /*more_items=*/true);

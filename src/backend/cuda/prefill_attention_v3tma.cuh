@@ -94,10 +94,9 @@ __device__ void produce_tma(const Blk<T>& b, Barriers& bar, const Maps& maps, in
 
 // Work item i (i < row_tiles x num_seqs x num_kv_heads) as Block::set_item's arguments: the
 // longest row tiles first, then sequence, then KV head.
-// num_seqs: the launch's, which Args::tile_items_div divides by (x num_kv_heads).
+// (Args::tile_items_div divides by the launch's num_seqs x num_kv_heads.)
 template <typename T>
-__device__ __forceinline__ void take_item(Blk<T>& b, int i, int num_seqs) {
-  (void)num_seqs;
+__device__ __forceinline__ void take_item(Blk<T>& b, int i) {
   const int tile = b.a.tile_items_div.div(i);
   const int rem = i - tile * b.a.tile_items_div.d;
   const int s = b.a.kv_heads_div.div(rem);
@@ -112,7 +111,7 @@ __device__ __forceinline__ void for_each_item(Blk<T>& b, int num_seqs, F&& fn) {
   const int n_items = b.a.row_tiles * num_seqs * b.a.num_kv_heads;
   int g = 0;
   for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
-    take_item(b, i, num_seqs);
+    take_item(b, i);
     if (!b.live) continue;  // a row tile past this sequence's rows
     fn(g);
     g += b.n_tiles;

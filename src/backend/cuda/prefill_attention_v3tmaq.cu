@@ -103,7 +103,7 @@ __device__ void produce_items(Blk<T>& b, Barriers& bar, QBarriers& qb, const Map
        walk.more(); walk.advance(lane)) {
     walk.draw(lane);
     const int i = walk.i;
-    v3tma_ring::take_item(b, i, num_seqs);
+    v3tma_ring::take_item(b, i);
     if (!b.live) continue;  // a row tile past its sequence's rows has no work
     // Q before the item's tiles: the previous item released its Q at its start, so this rarely
     // waits, and the consumers can take Q into registers while tile 0 is in flight.
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(v3tma_ring::kWgThreads, 1)
     mbarrier_wait_parity(&qb.full_q[b.wg], j & 1);    // TMA wrote Q: no proxy fence
     const int i = item_deal::receive(qb.item[b.wg]);  // released again through empty_q
     if (i < 0) break;
-    v3tma_ring::take_item(b, i, num_seqs);
+    v3tma_ring::take_item(b, i);
     v3tmaq_o::release_held_v(bar, held_v);
     held_v = -1;
     const bool full = v3tmaq_o::item_is_full(b);  // block-uniform
