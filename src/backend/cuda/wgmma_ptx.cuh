@@ -75,17 +75,11 @@ __device__ __forceinline__ void store_zero_16_smem(void* p) {
   *reinterpret_cast<uint4*>(p) = make_uint4(0, 0, 0, 0);
 }
 
-// Writes 4 bytes of shared memory that the async proxy (wgmma, a TMA store) will read: fence
-// them as store_zero_16_smem's.
-__device__ __forceinline__ void store_u32_smem(void* p, uint32_t v) {
-  *reinterpret_cast<uint32_t*>(p) = v;
-}
-
 // stmatrix.x4 (sm_90): the warp stores four 8x8 16-bit matrices; lanes 8i..8i+7 give the row
 // addresses (16 bytes each, 16-aligned) of matrix i, whose (row lane / 4, cols 2 (lane % 4) ..+1)
 // each lane holds in r[i] -- mma's accumulator layout, so a warp's packed O pairs go out as
-// 4 x 128 bytes per instruction instead of 4 bytes per store_u32_smem. A generic-proxy write:
-// fence it as store_u32_smem's before an async-proxy reader.
+// 4 x 128 bytes per instruction. A generic-proxy write: fence it as store_zero_16_smem's before
+// an async-proxy reader (wgmma, a TMA store).
 __device__ __forceinline__ void stmatrix_x4(void* p, const uint32_t (&r)[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
                    static_cast<uint32_t>(__cvta_generic_to_shared(p))),

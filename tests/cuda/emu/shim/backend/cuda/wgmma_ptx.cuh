@@ -73,10 +73,6 @@ inline void store_zero_16_smem(void* p) {
   std::memset(p, 0, 16);
   emu::generic_smem_store(p);
 }
-inline void store_u32_smem(void* p, uint32_t v) {
-  std::memcpy(p, &v, 4);
-  emu::generic_smem_store(p);
-}
 // Lane l = 8i + r writes row r of matrix i at its own address: lanes 4r..4r+3's r[i], in lane
 // order (the layout wgmma_ptx.cuh documents), recorded as a write for the race check.
 inline void stmatrix_x4(void* p, const uint32_t (&r)[4]) {
