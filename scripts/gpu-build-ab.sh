@@ -18,7 +18,8 @@
 #   KBENCH      gtest filter of the FOLIO_CUDA_BENCH=1 bench (default 'AttentionBench.*')
 #   KBENCH_ENV  VAR=value settings for every bench run (e.g. FOLIO_BENCH_K2_KERNELS=v3tmaq)
 #   GREP        which bench lines to keep (default '^K[12]')
-#   ROUNDS      passes over the variants, alternated (default 3)
+#   ROUNDS      passes over the variants, alternated (default 3); their ranges per variant and
+#               shape end the output (scripts/kbench-summary.py)
 # Everything lands in $OUT/r and, packed, $OUT/results.tgz (few files come back one by one).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -57,3 +58,6 @@ for ((r = 1; r <= ${ROUNDS:-3}; ++r)); do
   done
   pack
 done
+# Per variant and shape, the rounds' ranges (scripts/kbench-summary.py), also in $OUT/r/summary.txt.
+python3 scripts/kbench-summary.py "$out/bench.log" 2>&1 | tee "$out/summary.txt"
+pack
