@@ -28,20 +28,27 @@ int ring_stages(const DecodePlan& plan, bool fp8) {
   return fp8 && plan.max_partitions == 1 ? 2 : 0;
 }
 
-// V2Args::l2_ahead: FOLIO_TC_L2_AHEAD (2..6 warp steps) when set, else 0 (off). Read once.
-// Measured on the H100 (NOTES.md, session 16): 2 warp steps raise K1 from 86-87% to 88-89% of
-// the queued copy at b32 x 2048, 93% to 95% at b128 x 2048 and 97% to 100% at b128 x 8192 (3 or
-// 4 steps lose up to 28%, probably because the prefetched lines, 8 warps x 8 KiB per step per
-// SM, no longer all wait in L2 for their loads); but end to end B1 lost 2.5% (48.1 / 48.7
-// against 49.4 / 50.0 req/s, even with only partitions of >= 1024 tokens prefetching) and B2
-// moved +0.3%, inside its spread. So it stays opt-in until the B1 loss is understood.
-int l2_ahead_from_env() {
-  static const int steps = [] {
+// V2Args::l2_ahead. Measured on the H100 (NOTES.md, session 16): 2 warp steps raise K1 from
+// 86-87% to 88-89% of the queued copy at b32 x 2048, 93% to 95% at b128 x 2048 and 97% to 100% at
+// b128 x 8192 (3 or 4 steps lose up to 28%, probably because the prefetched lines, 8 warps x 8
+// KiB per step per SM, no longer all wait in L2 for their loads); but end to end B1 lost 2.5%
+// with it on every launch (48.1 / 48.7 against 49.4 / 50.0 req/s) and B2 moved +0.3%. B1's
+// decode grids are mostly far beyond what runs at once (up to 1000 sequences x 8 KV heads),
+// where the copy rate needs no help and the prefetches only add L2 traffic; so by default only
+// grids of at most kL2AheadMaxBlocks (4 waves of 2 blocks per SM on the H100) prefetch.
+// FOLIO_TC_L2_AHEAD=k (2..6) prefetches k steps ahead on every launch, 0 never (read once).
+constexpr int64_t kL2AheadMaxBlocks = 1024;
+constexpr int kL2AheadSteps = 2;
+
+int l2_ahead_for(int64_t grid_blocks) {
+  static const int env = [] {
     const char* e = std::getenv("FOLIO_TC_L2_AHEAD");
-    const int v = e ? std::atoi(e) : 0;
+    if (e == nullptr) return -1;  // the default below
+    const int v = std::atoi(e);
     return v >= 2 && v <= 6 ? v : 0;
   }();
-  return steps;
+  if (env >= 0) return env;
+  return grid_blocks <= kL2AheadMaxBlocks ? kL2AheadSteps : 0;
 }
 
 template <typename T, typename C, int kRing>
@@ -80,7 +87,8 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                          std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
-    a.l2_ahead = l2_ahead_from_env();
+    a.l2_ahead = l2_ahead_for(int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs *
+                              a.max_partitions);
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
     const int stages = ring_stages(plan, fp8);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);
