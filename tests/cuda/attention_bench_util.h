@@ -1,0 +1,166 @@
+// Internal to the attention benchmarks (attention_bench_test.cc: K1; prefill_bench_test.cc:
+// K2): the shapes, random fills, a paged batch, the event timing (per launch or queued behind an
+// L2 eviction) and the FOLIO_CUDA_BENCH / FOLIO_BENCH_K2_KERNELS switches.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/decode_attention.h"
+#include "backend/cuda/prefill_attention.h"
+#include "backend/cuda/skinny_gemm.h"
+#include "base/fp8.h"
+#include "cuda_test_util.h"
+
+namespace folio::cuda::attention_bench {
+
+constexpr int kHeads = 32, kKvHeads = 8, kDim = 128;
+
+inline bool bench_enabled() {
+  const char* e = std::getenv("FOLIO_CUDA_BENCH");
+  return e && std::string(e) == "1";
+}
+
+// FOLIO_BENCH_K2_KERNELS=v3tma,v3tmaq: K2 only (no K1 shapes), those prefill kernels and v1
+// (every output's cross-check), for quick A/B runs. Unset: everything.
+inline const std::string& k2_kernel_filter() {
+  static const std::string f = [] {
+    const char* e = std::getenv("FOLIO_BENCH_K2_KERNELS");
+    std::string list;
+    if (e != nullptr) list.append(",").append(e).append(",");
+    return list;
+  }();
+  return f;
+}
+inline bool k2_kernel_selected(PrefillKernel k) {
+  std::string key(",");
+  key.append(prefill_kernel_name(k)).append(",");
+  return k2_kernel_filter().empty() || k == PrefillKernel::kV1 ||
+         k2_kernel_filter().find(key) != std::string::npos;
+}
+
+// Fills a device buffer with random bf16 by replicating a 16 MiB random chunk.
+inline void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
+  const size_t chunk = std::min<size_t>(bytes, 16u << 20);
+  auto host = testing::random_vec(chunk / 2, rng);
+  std::vector<uint16_t> bits(host.size());
+  for (size_t i = 0; i < host.size(); ++i) bits[i] = testing::to_bits(DType::kBF16, host[i]);
+  for (size_t off = 0; off < bytes; off += chunk)
+    ASSERT_TRUE(
+        copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
+}
+
+// Fills a device buffer with random finite e4m3 codes (values in [-1, 1]), 16 MiB replicated.
+inline void fill_random_fp8(void* dst, size_t bytes, std::mt19937& rng) {
+  const size_t chunk = std::min<size_t>(bytes, 16u << 20);
+  auto host = testing::random_vec(chunk, rng);
+  std::vector<uint8_t> codes(chunk);
+  for (size_t i = 0; i < chunk; ++i) codes[i] = float_to_fp8_e4m3(host[i]);
+  for (size_t off = 0; off < bytes; off += chunk)
+    ASSERT_TRUE(
+        copy(static_cast<char*>(dst) + off, codes.data(), std::min(chunk, bytes - off)).ok());
+}
+
+inline std::vector<float> download_bf16(const void* src, size_t n) {
+  std::vector<uint16_t> bits(n);
+  EXPECT_TRUE(copy(bits.data(), src, n * 2).ok());
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = testing::from_bits(DType::kBF16, bits[i]);
+  return out;
+}
+
+struct Batch {
+  std::vector<int32_t> qs{0}, ctx, bts{0}, bt;
+  DeviceBuffer d_qs, d_ctx, d_bts, d_bt;
+};
+
+inline Batch make_batch(int batch, int context, int q_len, int block_size, std::mt19937& rng) {
+  Batch b;
+  const int per = (context + block_size - 1) / block_size;
+  std::vector<int32_t> phys(static_cast<size_t>(per) * batch);
+  std::iota(phys.begin(), phys.end(), 0);
+  std::shuffle(phys.begin(), phys.end(), rng);
+  for (int s = 0; s < batch; ++s) {
+    b.qs.push_back(b.qs.back() + q_len);
+    b.ctx.push_back(context);
+    b.bt.insert(b.bt.end(), phys.begin() + s * per, phys.begin() + (s + 1) * per);
+    b.bts.push_back(static_cast<int32_t>(b.bt.size()));
+  }
+  b.d_qs = testing::upload_raw(b.qs);
+  b.d_ctx = testing::upload_raw(b.ctx);
+  b.d_bts = testing::upload_raw(b.bts);
+  b.d_bt = testing::upload_raw(b.bt);
+  return b;
+}
+
+// Median over 20 runs of the events around f(). With `before` (the queued method), before() is
+// enqueued ahead of each run: the GPU is busy when the start event is recorded, so the host's
+// launch latency of f's kernels is not timed (as triton's do_bench and FlashInfer's benchmarks
+// measure), and before() can leave L2 cold. Without it, each run starts on an idle GPU and the
+// figure includes the launch latency (a few microseconds).
+template <typename F>
+double median_us(F&& f, const std::function<void()>& before = {}) {
+  for (int i = 0; i < 3; ++i) f();
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> ms;
+  for (int i = 0; i < 20; ++i) {
+    if (before) before();
+    cudaEventRecord(a);
+    f();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2] * 1000.0;
+}
+
+inline PagedAttentionParams params(const Batch& b, int block_size, void* q, void* kc, void* vc,
+                                   void* out) {
+  PagedAttentionParams p;
+  p.dtype = DType::kBF16;
+  p.num_seqs = static_cast<int>(b.ctx.size());
+  p.num_heads = kHeads;
+  p.num_kv_heads = kKvHeads;
+  p.head_dim = kDim;
+  p.block_size = block_size;
+  p.scale = 1.f / std::sqrt(128.f);
+  p.q = q;
+  p.k_cache = kc;
+  p.v_cache = vc;
+  p.out = out;
+  p.query_start = b.d_qs.as<int32_t>();
+  p.context_lens = b.d_ctx.as<int32_t>();
+  p.block_table_start = b.d_bts.as<int32_t>();
+  p.block_table = b.d_bt.as<int32_t>();
+  return p;
+}
+
+// The queued method's L2 eviction: a 256 MiB GEMV read (reads leave no dirty lines to write back,
+// unlike a memset), long enough for the host to submit the timed kernel behind it.
+struct L2Evictor {
+  Result<DeviceBuffer> w = DeviceBuffer::allocate(size_t{16384} * 8192 * 2);
+  Result<DeviceBuffer> xy = DeviceBuffer::allocate(size_t{16384} * 2 * 2);
+  bool ok() const { return w.ok() && xy.ok(); }
+  void operator()() const {
+    auto* p = static_cast<char*>(xy->data());
+    (void)skinny_gemm(DType::kBF16, p, w->data(), p + 16384 * 2, 1, 16384, 8192, false, nullptr);
+  }
+};
+
+}  // namespace folio::cuda::attention_bench
