@@ -1,6 +1,6 @@
 // Internal to the attention benchmarks (attention_bench_test.cc: K1; prefill_bench_test.cc:
-// K2): the shapes, random fills, a paged batch, the event timing (per launch or queued behind an
-// L2 eviction) and the FOLIO_CUDA_BENCH / FOLIO_BENCH_K2_KERNELS switches.
+// K2): the shapes, an fp8 random fill, a paged batch, the event timing (per launch or queued
+// behind an L2 eviction) and the FOLIO_BENCH_K2_KERNELS switch; bench_util.h's helpers beside.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,16 +19,15 @@
 #include "backend/cuda/prefill_attention.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "base/fp8.h"
+#include "bench_util.h"
 #include "cuda_test_util.h"
 
 namespace folio::cuda::attention_bench {
 
-constexpr int kHeads = 32, kKvHeads = 8, kDim = 128;
+using bench::bench_enabled;
+using bench::fill_random;
 
-inline bool bench_enabled() {
-  const char* e = std::getenv("FOLIO_CUDA_BENCH");
-  return e && std::string(e) == "1";
-}
+constexpr int kHeads = 32, kKvHeads = 8, kDim = 128;
 
 // FOLIO_BENCH_K2_KERNELS=v3tma,v3tmaq: K2 only (no K1 shapes), those prefill kernels and v1
 // (every output's cross-check), for quick A/B runs. Unset: everything.
@@ -46,17 +45,6 @@ inline bool k2_kernel_selected(PrefillKernel k) {
   key.append(prefill_kernel_name(k)).append(",");
   return k2_kernel_filter().empty() || k == PrefillKernel::kV1 ||
          k2_kernel_filter().find(key) != std::string::npos;
-}
-
-// Fills a device buffer with random bf16 by replicating a 16 MiB random chunk.
-inline void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
-  const size_t chunk = std::min<size_t>(bytes, 16u << 20);
-  auto host = testing::random_vec(chunk / 2, rng);
-  std::vector<uint16_t> bits(host.size());
-  for (size_t i = 0; i < host.size(); ++i) bits[i] = testing::to_bits(DType::kBF16, host[i]);
-  for (size_t off = 0; off < bytes; off += chunk)
-    ASSERT_TRUE(
-        copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
 }
 
 // Fills a device buffer with random finite e4m3 codes (values in [-1, 1]), 16 MiB replicated.

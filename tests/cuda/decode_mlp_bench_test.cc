@@ -14,15 +14,13 @@
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/rms_norm.h"
 #include "backend/cuda/skinny_gemm.h"
+#include "bench_util.h"
 #include "cuda_test_util.h"
 
 namespace folio::cuda {
 namespace {
 
-bool bench_enabled() {
-  const char* e = std::getenv("FOLIO_CUDA_BENCH");
-  return e && std::string(e) == "1";
-}
+using bench::bench_enabled;
 
 TEST(DecodeMlpBench, Llama8B) {
   FOLIO_REQUIRE_GPU();

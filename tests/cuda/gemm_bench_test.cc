@@ -17,26 +17,14 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/gemm_wgmma.h"
 #include "backend/cuda/skinny_gemm.h"
+#include "bench_util.h"
 #include "cuda_test_util.h"
 
 namespace folio::cuda {
 namespace {
 
-bool bench_enabled() {
-  const char* e = std::getenv("FOLIO_CUDA_BENCH");
-  return e && std::string(e) == "1";
-}
-
-// Fills a device buffer with random bf16 by replicating a 16 MiB random chunk.
-void fill_random(void* dst, size_t bytes, std::mt19937& rng) {
-  const size_t chunk = std::min<size_t>(bytes, 16u << 20);
-  auto host = testing::random_vec(chunk / 2, rng);
-  std::vector<uint16_t> bits(host.size());
-  for (size_t i = 0; i < host.size(); ++i) bits[i] = testing::to_bits(DType::kBF16, host[i]);
-  for (size_t off = 0; off < bytes; off += chunk)
-    ASSERT_TRUE(
-        copy(static_cast<char*>(dst) + off, bits.data(), std::min(chunk, bytes - off)).ok());
-}
+using bench::bench_enabled;
+using bench::fill_random;
 
 // L2 eviction by reading `flush` (a [n, 8192] bf16 matrix) with a GEMV into `flush_xy`.
 struct Evictor {

@@ -13,17 +13,15 @@
 #include "backend/cuda/rms_norm.h"
 #include "backend/cuda/rope.h"
 #include "backend/cuda/split_qkv.h"
+#include "bench_util.h"
 #include "small_ops_test_util.h"
 
 namespace folio::cuda {
 namespace {
 
-using testing::DevTensor;
+using bench::bench_enabled;
 
-bool bench_enabled() {
-  const char* e = std::getenv("FOLIO_CUDA_BENCH");
-  return e && std::string(e) == "1";
-}
+using testing::DevTensor;
 
 template <typename F>
 double per_call_us(F&& f) {
