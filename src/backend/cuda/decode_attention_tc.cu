@@ -80,6 +80,15 @@ Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, void* stream) {
 
 }  // namespace
 
+bool set_tc_trace(unsigned long long* words) {
+#ifdef FOLIO_KERNEL_TRACE
+  return cudaMemcpyToSymbol(ktrace::g_trace, &words, sizeof(words)) == cudaSuccess;
+#else
+  (void)words;
+  return false;
+#endif
+}
+
 Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                         const DecodeWorkspace& ws, void* stream) {
   if (p.head_dim != tc::kD)

@@ -35,6 +35,7 @@
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
 #include "backend/cuda/decode_attention_partitions.cuh"
+#include "backend/cuda/kernel_trace.cuh"
 #include "backend/cuda/mma_16816.cuh"
 
 namespace folio::cuda::detail {
@@ -125,6 +126,13 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   using namespace tc;
   using L = Cache<T, C>;
   using Mma = typename L::Mma;
+  // Measuring builds (kernel_trace.cuh), words per block: 0 entry, 1 SM, 2-5 each warp's loop
+  // end, 6 warp 0's first chunk done, 7 end, 8 warp 0's first slot known, 9 warp 0's q ready,
+  // 10 the partials' barrier passed (register forms over a 16-bit cache: 6, 8 and 9).
+  FOLIO_TRACE(if (threadIdx.x == 0) {
+    ktrace::stamp(0, ktrace::now());
+    ktrace::stamp(1, ktrace::smid());
+  })
   // The register form starts before pdl_wait (below); the ring form waits first.
   if (kRing > 0 || !a.early) {
     pdl_wait();  // pdl.cuh: inputs come from the previous kernel
@@ -345,10 +353,13 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   };
   // The register forms: the warp's first chunk is loaded before pdl_wait (`fresh` aside).
   auto first_chunk_then_wait = [&](ChunkRegs<T, C>& r) {
-    issue(r, slot_of(warp));
+    const int first_slot = slot_of(warp);
+    FOLIO_TRACE(if (warp == 0) ktrace::stamp(8, ktrace::after(first_slot));)
+    issue(r, first_slot);
     pdl_wait();  // pdl.cuh: q and this step's K/V come from the previous kernels
     pdl_launch_dependents();
     after_wait();
+    FOLIO_TRACE(if (warp == 0) ktrace::stamp(9, ktrace::after(static_cast<int>(qa0[0])));)
     if (warp == fresh_chunk) refetch(r);
   };
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
@@ -423,9 +434,11 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
 #pragma unroll 1
     for (int c = warp; c < nch; c += 2 * kWarps) {  // warp-uniform
       step(ra, rb, c);
+      FOLIO_TRACE(if (c == 0) ktrace::stamp(6, ktrace::after(o[0][0] + o[7][3]));)
       if (c + kWarps >= nch) break;
       step(rb, ra, c + kWarps);
     }
+    FOLIO_TRACE(ktrace::stamp(2 + warp, ktrace::after(o[0][0] + o[7][3]));)
   }
 
   l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -442,7 +455,9 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   for (int i = 0; i < 8; ++i)
     red4[(warp * 8 + i) * 32 + lane] = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
   __syncthreads();
+  FOLIO_TRACE(if (threadIdx.x == 0) ktrace::stamp(10, ktrace::now());)
   tc::store_result<T, L>(a, red4, wm, wl, gcount, h0, row, s, part, nparts);
+  FOLIO_TRACE(if (threadIdx.x == 0) ktrace::stamp(7, ktrace::now());)
 }
 
 }  // namespace
