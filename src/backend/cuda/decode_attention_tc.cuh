@@ -34,6 +34,7 @@
 
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
+#include "backend/cuda/decode_attention_tc_result.cuh"
 #include "backend/cuda/decode_attention_partitions.cuh"
 #include "backend/cuda/kernel_trace.cuh"
 #include "backend/cuda/mma_16816.cuh"
@@ -64,54 +65,6 @@ constexpr int blocks_per_sm() {
   if (kRing == 0) return sizeof(C) == 1 ? 3 : 2;
   const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing>() + 1024);
   return fit < 3 ? fit : 3;
-}
-
-// The block's result from its warps' O fragments red4[(w * 8 + i) * 32 + lane] (lane 4g + t:
-// heads 2t, 2t + 1 at dims vdim(i, g), vdim + 1, as o[i] holds them), the warps' running max
-// wm[w * kHeads + head] and sum wl (log2 units): the same arithmetic, in the same order, as
-// store_block_result (decode_attention_partitions.cuh), so the same bits. Each thread takes one
-// (i, g, t) of the heads in use at a time.
-template <typename T, typename L>
-__device__ __forceinline__ void store_result(const V2Args<T>& a, const float4* red4,
-                                             const float* wm, const float* wl, int gcount, int h0,
-                                             int row, int s, int part, int nparts) {
-  const int tcount = (gcount + 1) / 2;
-  for (int k = threadIdx.x; k < 8 * 8 * tcount; k += kThreads) {
-    const int t = k % tcount, g = (k / tcount) % 8, i = k / (8 * tcount);
-    const int d = L::vdim(i, g);
-    const float4* frag = red4 + i * 32 + 4 * g + t;
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {  // head 2t: (x, z) at dims (d, d + 1); head 2t + 1: (y, w)
-      const int hg = 2 * t + e;
-      if (hg >= gcount) break;
-      float M = kNoMax;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) M = fmaxf(M, wm[w * kHeads + hg]);
-      float Ls = 0.f, o0 = 0.f, o1 = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const float f = fast_exp2(wm[w * kHeads + hg] - M);
-        Ls += wl[w * kHeads + hg] * f;
-        const float4 v = frag[w * 8 * 32];
-        o0 += (e ? v.y : v.x) * f;
-        o1 += (e ? v.w : v.z) * f;
-      }
-      const int h = h0 + hg;
-      if (nparts == 1) {
-        T* dst = a.out + (static_cast<int64_t>(row) * a.num_heads + h) * kD + d;
-        dst[0] = from_float<T>(Ls > 0.f ? o0 / Ls : 0.f);
-        dst[1] = from_float<T>(Ls > 0.f ? o1 / Ls : 0.f);
-      } else {
-        const int64_t pi = (static_cast<int64_t>(s) * a.num_heads + h) * a.max_partitions + part;
-        a.ws.out[pi * kD + d] = o0;
-        a.ws.out[pi * kD + d + 1] = o1;
-        if (d == 0) {
-          a.ws.m[pi] = M;
-          a.ws.l[pi] = Ls;
-        }
-      }
-    }
-  }
 }
 
 }  // namespace tc
