@@ -20,11 +20,9 @@ TEST(AttentionBench, K1Decode) {
   std::mt19937 rng(3);
   const size_t slot_bytes = size_t{kKvHeads} * kDim * 2;
   const size_t max_tokens = size_t{128} * 8192;  // the largest case below
-  auto kc = DeviceBuffer::allocate(max_tokens * slot_bytes);
-  auto vc = DeviceBuffer::allocate(max_tokens * slot_bytes);
-  auto q = DeviceBuffer::allocate(size_t{8192} * kHeads * kDim * 2);
-  auto out = DeviceBuffer::allocate(size_t{8192} * kHeads * kDim * 2);
-  ASSERT_TRUE(kc.ok() && vc.ok() && q.ok() && out.ok());
+  AttentionBuffers buf(max_tokens, 8192);
+  ASSERT_TRUE(buf.ok());
+  auto &kc = buf.kc, &vc = buf.vc, &q = buf.q, &out = buf.out;
   fill_random(kc->data(), kc->bytes(), rng);
   fill_random(q->data(), q->bytes(), rng);
   std::printf("device: %s, %d SMs\n", info->name.c_str(), info->num_sms);
@@ -37,7 +35,7 @@ TEST(AttentionBench, K1Decode) {
   std::printf("K1 copy d2d 1 GiB: %.1f us, %.2f TB/s (read + write)\n", copy_us, copy_tbps);
   const L2Evictor evictor;
   ASSERT_TRUE(evictor.ok());
-  const std::function<void()> evict_l2 = [&] { evictor(); };
+  const std::function<void()> evict_l2 = evictor.before();
   const double copy_q_us = median_us(
       [&] { (void)cudaMemcpyAsync(vc->data(), kc->data(), copy_bytes, cudaMemcpyDeviceToDevice); },
       evict_l2);

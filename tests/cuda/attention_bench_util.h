@@ -139,6 +139,21 @@ inline PagedAttentionParams params(const Batch& b, int block_size, void* q, void
   return p;
 }
 
+// The benchmarks' device buffers, bf16: the K and V caches (cache_slots slots of kKvHeads x kDim
+// each) and q and out (q_rows rows of kHeads x kDim); fill() makes K, V and q random.
+struct AttentionBuffers {
+  Result<DeviceBuffer> kc, vc, q, out;
+  AttentionBuffers(size_t cache_slots, size_t q_rows)
+      : kc(DeviceBuffer::allocate(cache_slots * kKvHeads * kDim * 2)),
+        vc(DeviceBuffer::allocate(cache_slots * kKvHeads * kDim * 2)),
+        q(DeviceBuffer::allocate(q_rows * kHeads * kDim * 2)),
+        out(DeviceBuffer::allocate(q_rows * kHeads * kDim * 2)) {}
+  bool ok() const { return kc.ok() && vc.ok() && q.ok() && out.ok(); }
+  void fill(std::mt19937& rng) {  // K, V and q random
+    for (auto* b : {&kc, &vc, &q}) fill_random((*b)->data(), (*b)->bytes(), rng);
+  }
+};
+
 // The queued method's L2 eviction: a 256 MiB GEMV read (reads leave no dirty lines to write back,
 // unlike a memset), long enough for the host to submit the timed kernel behind it.
 struct L2Evictor {
@@ -148,6 +163,10 @@ struct L2Evictor {
   void operator()() const {
     auto* p = static_cast<char*>(xy->data());
     (void)skinny_gemm(DType::kBF16, p, w->data(), p + 16384 * 2, 1, 16384, 8192, false, nullptr);
+  }
+  // As median_us's `before`.
+  std::function<void()> before() const {
+    return [this] { (*this)(); };
   }
 };
 

@@ -22,18 +22,14 @@ TEST(AttentionBench, K2Prefill) {
   std::mt19937 rng(5);
   // The largest shape's tokens: 8192 rows of q and out, and 8192 cache slots (one block table of
   // 512 pages of 16).
-  const size_t tokens = 8192, slot_bytes = size_t{kKvHeads} * kDim * 2;
-  auto kc = DeviceBuffer::allocate(tokens * slot_bytes);
-  auto vc = DeviceBuffer::allocate(tokens * slot_bytes);
-  auto q = DeviceBuffer::allocate(tokens * kHeads * kDim * 2);
-  auto out = DeviceBuffer::allocate(tokens * kHeads * kDim * 2);
-  ASSERT_TRUE(kc.ok() && vc.ok() && q.ok() && out.ok());
-  fill_random(kc->data(), kc->bytes(), rng);
-  fill_random(vc->data(), vc->bytes(), rng);
-  fill_random(q->data(), q->bytes(), rng);
+  const size_t tokens = 8192;
+  AttentionBuffers buf(tokens, tokens);
+  ASSERT_TRUE(buf.ok());
+  buf.fill(rng);
+  auto &kc = buf.kc, &vc = buf.vc, &q = buf.q, &out = buf.out;
   const L2Evictor evictor;
   ASSERT_TRUE(evictor.ok());
-  const std::function<void()> evict_l2 = [&] { evictor(); };
+  const std::function<void()> evict_l2 = evictor.before();
   struct P {
     int batch, len;
   };

@@ -85,24 +85,18 @@ TEST(TcTraceBench, K1) {
   ASSERT_TRUE(info.ok());
   std::mt19937 rng(3);
   const size_t slot_bytes = size_t{kKvHeads} * kDim * 2;
-  const size_t max_tokens = size_t{128} * 8192;
-  auto kc = DeviceBuffer::allocate(max_tokens * slot_bytes);
-  auto vc = DeviceBuffer::allocate(max_tokens * slot_bytes);
-  auto q = DeviceBuffer::allocate(size_t{128} * kHeads * kDim * 2);
-  auto out = DeviceBuffer::allocate(size_t{128} * kHeads * kDim * 2);
-  ASSERT_TRUE(kc.ok() && vc.ok() && q.ok() && out.ok());
-  fill_random(kc->data(), kc->bytes(), rng);
-  fill_random(vc->data(), vc->bytes(), rng);
-  fill_random(q->data(), q->bytes(), rng);
+  AttentionBuffers buf(size_t{128} * 8192, 128);  // the largest shape below
+  ASSERT_TRUE(buf.ok());
+  buf.fill(rng);
   const L2Evictor evictor;
   ASSERT_TRUE(evictor.ok());
-  const std::function<void()> evict_l2 = [&] { evictor(); };
+  const std::function<void()> evict_l2 = evictor.before();
   struct Shape {
     int batch, ctx;
   };
   for (Shape c : {Shape{32, 2048}, Shape{128, 8192}}) {
     Batch b = make_batch(c.batch, c.ctx, 1, 16, rng);
-    auto p = params(b, 16, q->data(), kc->data(), vc->data(), out->data());
+    auto p = params(b, 16, buf.q->data(), buf.kc->data(), buf.vc->data(), buf.out->data());
     auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                       DecodeKernel::kTc, DecodeCacheFormat{16, false});
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
