@@ -81,13 +81,6 @@ struct DecodeBlockSpan {
   int kvh, s, part, nparts, start, n, gcount, h0, row;
   const int32_t* table;  // the sequence's block table
 };
-// A load issued where it stands: asm volatile, which the compiler neither drops nor sinks into
-// the branch that uses the value.
-__device__ __forceinline__ int32_t load_here(const int32_t* p) {
-  int32_t v;
-  asm volatile("ld.global.s32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
 template <typename T>
 __device__ __forceinline__ bool decode_block_span(const V2Args<T>& a, int gc,
                                                   DecodeBlockSpan& b) {
@@ -95,12 +88,6 @@ __device__ __forceinline__ bool decode_block_span(const V2Args<T>& a, int gc,
   b.kvh = blockIdx.x / a.num_chunks;
   b.s = blockIdx.y;
   b.part = blockIdx.z;
-  // The table start and the query row do not depend on the length: loaded beside it, not after
-  // the early return below, where the compiler put them (SASS), one cold load more on the chain
-  // length -> table start -> table entry -> first K/V load at every block's start. Measured
-  // level on the H100 (K1 b32 x 2048 99.45 against 99.7 us, mean of 6 rounds: NOTES.md).
-  const int32_t table_start = load_here(a.block_table_start + b.s);
-  const int32_t row = load_here(a.query_start + b.s);
   const int ctx = a.context_lens[b.s];
   const int P = sequence_partition_size(a, ctx);
   b.nparts = sequence_partitions(a, ctx, P);
@@ -110,8 +97,8 @@ __device__ __forceinline__ bool decode_block_span(const V2Args<T>& a, int gc,
   const int G = a.num_heads / a.num_kv_heads;
   b.gcount = min(gc, G - chunk * gc);
   b.h0 = b.kvh * G + chunk * gc;
-  b.row = row;
-  b.table = a.block_table + table_start;
+  b.row = a.query_start[b.s];
+  b.table = a.block_table + a.block_table_start[b.s];
   return true;
 }
 
