@@ -13,7 +13,7 @@ namespace {
 
 using namespace attention_bench;  // NOLINT: the benchmarks' own helpers
 
-constexpr int kWords = 16;  // per block, kernel_trace.cuh
+constexpr int kWords = detail::kTcTraceWords;
 
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -26,11 +26,17 @@ void print_row(const char* what, const std::vector<double>& v) {
               percentile(v, 1.0));
 }
 
+// The first block's entry: the records' time origin.
+unsigned long long first_entry(const std::vector<unsigned long long>& h, int blocks) {
+  unsigned long long t0 = ~0ull;
+  for (int b = 0; b < blocks; ++b) t0 = std::min(t0, h[b * kWords]);
+  return t0;
+}
+
 // Per block: the words decode_attention_tc.cuh stamps (0 entry, 1 SM, 2-5 warp loop ends,
 // 6 warp 0's first chunk, 7 end, 8 first slot, 9 q, 10 barrier), as microseconds.
 void summarize(const std::vector<unsigned long long>& h, int blocks) {
-  unsigned long long t0 = ~0ull;
-  for (int b = 0; b < blocks; ++b) t0 = std::min(t0, h[b * kWords]);
+  const unsigned long long t0 = first_entry(h, blocks);
   std::vector<double> entry, slot, q, first, loop_end, warp_spread, barrier, epilogue, end;
   for (int b = 0; b < blocks; ++b) {
     const unsigned long long* r = &h[b * kWords];
@@ -64,8 +70,7 @@ void write_csv(const std::vector<unsigned long long>& h, int blocks, int batch, 
                            std::to_string(ctx) + ".csv";
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return;
-  unsigned long long t0 = ~0ull;
-  for (int b = 0; b < blocks; ++b) t0 = std::min(t0, h[b * kWords]);
+  const unsigned long long t0 = first_entry(h, blocks);
   std::fprintf(f, "block,sm,entry,warp0_end,warp1_end,warp2_end,warp3_end,first,end,slot,q,"
                   "barrier\n");
   for (int b = 0; b < blocks; ++b) {

@@ -34,8 +34,9 @@ Status launch_decode_v2_fp8(const PagedAttentionParams& p, const DecodePlan& pla
 Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                         const DecodeWorkspace& ws, void* stream);
 // Measuring builds (FOLIO_KERNEL_TRACE, kernel_trace.cuh): the tc kernels' per-block stamps go
-// to `words` (16 per block, blocks numbered x fastest; nullptr: none) from the next launch on.
-// False, and nothing installed, in other builds.
+// to `words` (kTcTraceWords per block, blocks numbered x fastest; nullptr: none) from the next
+// launch on. False, and nothing installed, in other builds.
+constexpr int kTcTraceWords = 16;
 bool set_tc_trace(unsigned long long* words);
 
 }  // namespace folio::cuda::detail

@@ -82,6 +82,7 @@ Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, void* stream) {
 
 bool set_tc_trace(unsigned long long* words) {
 #ifdef FOLIO_KERNEL_TRACE
+  static_assert(ktrace::kWords == kTcTraceWords);
   return cudaMemcpyToSymbol(ktrace::g_trace, &words, sizeof(words)) == cudaSuccess;
 #else
   (void)words;
