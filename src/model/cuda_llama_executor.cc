@@ -4,7 +4,6 @@
 #include <cstring>
 #include <string>
 
-#include "backend/cuda/decode_mlp.h"
 #include "backend/cuda/embedding.h"
 #include "backend/cuda/kv_cache_ops.h"
 #include "backend/cuda/qkv_post.h"
@@ -217,6 +216,10 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
       pr.norm_weight = w.post_norm;
       pr.norm_eps = eps;
     }
+    // Batch 1 on one rank, FOLIO_SKINNY_FLOW=1: gate_up and down as a SkinnyFlow pair.
+    if (skinny_flow && T == 1 && shard.world == 1 &&
+        gemm->routes_to_skinny(T, H, I, act.data(), w.down, x.data()))
+      return run_skinny_flow(pr, w, residual);
     FOLIO_RETURN_IF_ERROR(cuda::skinny_gemm_silu(dt, pr, stream));
     mark(mlp_norm_fused ? "norm_gate_up_silu" : "gate_up_silu");
   } else {
@@ -231,32 +234,6 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   mark("down_gemm");
   FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
   mark("all_reduce");
-  return Status();
-}
-
-// FOLIO_DECODE_MLP=1 at batch-1 decode: o_proj .. down of layer l in one decode_mlp launch,
-// where its shapes and the skinny routing allow (done = false: the caller launches them).
-Status CudaLlamaExecutor::Impl::run_decode_mlp(int l, bool& done) {
-  const CudaLayerWeights& w = weights.layers[l];
-  cuda::DecodeMlpParams mp;
-  mp.dtype = dt;
-  mp.hidden = config.hidden_size;
-  mp.inter = config.intermediate_size;
-  mp.attn_width = config.q_size();
-  mp.attn = attn.data();
-  mp.w_o = w.o_proj;
-  mp.post_norm = w.post_norm;
-  mp.eps = static_cast<float>(config.rms_norm_eps);
-  mp.w_gate_up = w.gate_up;
-  mp.w_down = w.down;
-  mp.x = x.data();
-  mp.act = act.data();
-  mp.sync = mlp_sync.as<unsigned>() + static_cast<size_t>(l) * cuda::kDecodeMlpSyncWords;
-  done = cuda::decode_mlp_supported(mp) &&
-         gemm->routes_to_skinny(1, mp.hidden, mp.attn_width, mp.attn, mp.w_o, mp.x);
-  if (!done) return Status();
-  FOLIO_RETURN_IF_ERROR(cuda::decode_mlp(mp, info, stream));
-  mark("decode_mlp");
   return Status();
 }
 

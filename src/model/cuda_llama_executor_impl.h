@@ -14,6 +14,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/logits_gemm.h"
 #include "backend/cuda/prefill_attention.h"
+#include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/stage_timer.h"
 #include "backend/device_sampling.h"
 #include "model/cuda_llama_executor.h"
@@ -117,6 +118,12 @@ struct CudaLlamaExecutor::Impl {
   // (skinny_gemm.h's fused norm, bit-identical). FOLIO_FUSED_NORM=0 | qkv | all.
   bool fused_norm_qkv = true;
   bool fused_norm_mlp = false;
+  // Batch-1 decode on one rank, FOLIO_SKINNY_FLOW=1: gate_up (+ silu) and down as a SkinnyFlow
+  // pair (skinny_gemm.h), down's warps waiting per segment of act instead of for gate_up's whole
+  // grid. Off by default: level with the PDL wait on B3 (NOTES.md "B3, session 22"). One set of
+  // cumulative counters serves every layer: the pairs run one after the other on the stream.
+  bool skinny_flow = false;
+  cuda::DeviceBuffer skinny_flow_counters;
   // Batch-1 decode, one rank, FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch
   // (decode_mlp.h, bit-identical to the skinny launches). Off by default: slower on the H100
   // (B3 6.0 against 5.7 ms, NOTES.md "B3, session 11"). Its counters: mlp_sync.
@@ -192,7 +199,8 @@ struct CudaLlamaExecutor::Impl {
                     void* workspace);
   Status layer(int l, StepShape sh, const StepArrays& d, const CacheView& c,
                const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill, void* workspace);
-  Status run_decode_mlp(int l, bool& done);
+  Status run_decode_mlp(int l, bool& done);  // cuda_llama_decode_mlp.cc
+  Status run_skinny_flow(const cuda::SkinnyProblem& up, const CudaLayerWeights& w, bool residual);
   // cuda_llama_graphs.cc.
   Status init_graphs();
   int graph_bucket(int num_seqs) const;  // 0: no graph for this batch

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/attention_params.h"
 #include "backend/cuda/decode_mlp.h"
+#include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/memory_info.h"
 #include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
@@ -149,6 +150,11 @@ Status load_and_reserve(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int ma
   FOLIO_RETURN_IF_ERROR(
       ensure_device(m.mlp_sync, sizeof(unsigned) * cuda::kDecodeMlpSyncWords * c.num_layers));
   FOLIO_RETURN_IF_ERROR(cuda::memset_async(m.mlp_sync.data(), 0, m.mlp_sync.bytes()));
+  // The gate_up -> down flow's counters (cumulative: zeroed once, here).
+  FOLIO_RETURN_IF_ERROR(ensure_device(
+      m.skinny_flow_counters, sizeof(unsigned long long) * cuda::skinny_flow_words(c.intermediate_size)));
+  FOLIO_RETURN_IF_ERROR(
+      cuda::skinny_flow_init(m.skinny_flow_counters.as<unsigned long long>(), c.intermediate_size, nullptr));
   const int tokens = std::min(m.options.max_num_batched_tokens, m.options.max_num_seqs * max_len);
   // The profiling forward: the largest prefill step over a zeroed one-layer scratch cache.
   ForwardBatch b = profile_batch(tokens, max_len, m.options.max_num_seqs, m.kv.block_size);
@@ -252,6 +258,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   if (const char* e = std::getenv("FOLIO_FUSED_SILU"))
     m->fused_gate_up_silu = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_DECODE_MLP")) m->decode_mlp = std::string(e) == "1";
+  if (const char* e = std::getenv("FOLIO_SKINNY_FLOW")) m->skinny_flow = std::string(e) == "1";
   if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {
     const std::string v = e;
     if (v != "0" && v != "qkv" && v != "all")

@@ -6,6 +6,7 @@
 #include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/rms_norm_smem.cuh"
+#include "backend/cuda/skinny_flow.cuh"
 
 namespace folio::cuda {
 namespace {
@@ -44,12 +45,30 @@ __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
 // kNorm: x is the un-normalised input and every block first writes rms_norm(x, norm_w, eps) for
 // its M rows into shared memory (rms_norm_smem.cuh: bit-identical to rms_norm), which the
 // product then reads instead of x: the norm's launch and round trip leave the decode step.
-template <typename T, typename OutT, int M, int R, int U, bool kGated = false, bool kNorm = false>
+// kFlow (SkinnyFlow, skinny_gemm.h; `flow` its counters): kProduce (gated) counts each warp's
+// stored outputs per segment of y; kConsume (plain, M 1) takes no pdl_wait but waits for each
+// segment of x when its warp's loop first reaches it.
+constexpr int kNoFlow = 0, kProduce = 1, kConsume = 2;
+constexpr int kProducerOutsPerWarp = 2;  // launch_gated's warps: 4 rows = 2 gate + 2 up
+template <typename T, typename OutT, int M, int R, int U, bool kGated = false, bool kNorm = false,
+          int kFlow = kNoFlow>
 __global__ void __launch_bounds__(32 * kWarps)
     skinny_kernel(const T* __restrict__ x, const T* __restrict__ w, OutT* __restrict__ y, int n,
-                  int k, bool accumulate, const T* __restrict__ norm_w, float eps) {
+                  int k, bool accumulate, const T* __restrict__ norm_w, float eps,
+                  unsigned long long* flow) {
   static_assert(!kGated || (R % 2 == 0 && sizeof(OutT) == sizeof(T)), "gated: R even, dtype out");
+  static_assert(kFlow != kProduce || (kGated && R / 2 == kProducerOutsPerWarp), "producer: gated");
+  static_assert(kFlow != kConsume || (!kGated && !kNorm && M == 1), "consumer: plain, m 1");
   constexpr int kOutRows = kGated ? R / 2 : R;  // outputs per warp
+  constexpr int kSeg = kSkinnyFlowSegment;
+  [[maybe_unused]] unsigned long long flow_round = 0;  // kConsume: this launch's number, from 1
+  if constexpr (kFlow == kConsume) {
+    __shared__ unsigned long long round_shared;
+    if (threadIdx.x == 0)  // launches run one after the other: their atomics never interleave
+      round_shared = atomicAdd(flow + (k + kSeg - 1) / kSeg, 1ull) / gridDim.x + 1;
+    __syncthreads();
+    flow_round = round_shared;
+  }
   extern __shared__ uint4 xs_smem[];  // kNorm: the normalised x [M, k]
   const int lane = threadIdx.x % 32;
   const int row0 = (blockIdx.x * kWarps + threadIdx.x / 32) * kOutRows;
@@ -76,8 +95,12 @@ __global__ void __launch_bounds__(32 * kWarps)
   };
   uint4 cur[U][R];
   if (live) load(cur, lane);
-  pdl_wait();                // x (and y, when accumulating) come from earlier kernels
+  // x (and y, when accumulating) come from earlier kernels. A consumer waits per segment below:
+  // its producer's predecessors completed before the producer's blocks passed their own wait,
+  // which they all did before this grid was launched; y is written only after every segment.
+  if constexpr (kFlow != kConsume) pdl_wait();
   pdl_launch_dependents();  // the next kernel may be scheduled as our blocks retire
+  [[maybe_unused]] int flow_ready = 0;  // kConsume: segments of x known complete
   if constexpr (kNorm) {
     rms_norm_rows_to_smem<T, M>(x, norm_w, reinterpret_cast<T*>(xs_smem), k, eps);
     if (!live) return;
@@ -92,13 +115,28 @@ __global__ void __launch_bounds__(32 * kWarps)
   for (int p = lane; p < packs; p += 32 * U) {
     uint4 nxt[U][R];
     load(nxt, p + 32 * U);
+    if constexpr (kFlow == kConsume) {  // this step's packs [p - lane, + 32 U) of x: warp-uniform
+      const int last = (8 * min(p - lane + 32 * U, packs) - 1) / kSeg;
+      if (flow_ready <= last) {
+        auto warps_in = [&](int j) {  // the producer's warps storing outputs of segment j
+          const int outs = min(kSeg, k - j * kSeg);
+          return static_cast<unsigned long long>((outs + kProducerOutsPerWarp - 1) /
+                                                 kProducerOutsPerWarp);
+        };
+        flow_wait(flow, (k + kSeg - 1) / kSeg, last, flow_round, warps_in, flow_ready);
+      }
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int q = p + 32 * u;
       if (q >= packs) break;
       float xf[M][8];
 #pragma unroll
-      for (int m = 0; m < M; ++m) unpack8<T>(kNorm ? xp[m][q] : __ldg(xp[m] + q), xf[m]);
+      for (int m = 0; m < M; ++m)
+        unpack8<T>(kNorm                  ? xp[m][q]
+                   : kFlow == kConsume    ? flow_load_x(xp[m] + q)
+                                          : __ldg(xp[m] + q),
+                   xf[m]);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float wf[8];
@@ -128,6 +166,7 @@ __global__ void __launch_bounds__(32 * kWarps)
           const float u = to_float(from_float<T>(acc[r + kOutRows][m]));
           y[static_cast<int64_t>(m) * n + row0 + r] = from_float<T>(g / (1.f + __expf(-g)) * u);
         }
+    if constexpr (kFlow == kProduce) flow_signal(flow + row0 / kSeg, lane);  // all lanes
   } else {  // lane r * M + m stores (row0 + r, m)
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -187,14 +226,14 @@ size_t norm_smem_bytes(int k) {
   return kNorm ? sizeof(T) * M * static_cast<size_t>(k) : 0;
 }
 
-template <typename T, typename OutT, int M, int R, int U, bool kNorm>
-Status launch(const SkinnyProblem& pr, void* stream) {
+template <typename T, typename OutT, int M, int R, int U, bool kNorm, int kFlow = kNoFlow>
+Status launch(const SkinnyProblem& pr, void* stream, unsigned long long* flow = nullptr) {
   const int blocks = (pr.n + kWarps * R - 1) / (kWarps * R);
-  return launch_pdl(skinny_kernel<T, OutT, M, R, U, false, kNorm>, dim3(blocks),
+  return launch_pdl(skinny_kernel<T, OutT, M, R, U, false, kNorm, kFlow>, dim3(blocks),
                     dim3(32 * kWarps), norm_smem_bytes<T, M, kNorm>(pr.k), stream,
                     "skinny_kernel", static_cast<const T*>(pr.x), static_cast<const T*>(pr.w),
                     static_cast<OutT*>(pr.y), pr.n, pr.k, pr.accumulate,
-                    static_cast<const T*>(pr.norm_weight), pr.norm_eps);
+                    static_cast<const T*>(pr.norm_weight), pr.norm_eps, flow);
 }
 
 // kDefault: 4 rows per warp for dtype outputs (2 for products of at most kSmallRows rows, above),
@@ -229,15 +268,16 @@ Status dispatch_m(const SkinnyProblem& pr, SkinnyVariant v, void* stream) {
   }
 }
 
-template <typename T, int M, bool kNorm>
-Status launch_gated(const SkinnyProblem& pr, void* stream) {
+template <typename T, int M, bool kNorm, int kFlow = kNoFlow>
+Status launch_gated(const SkinnyProblem& pr, void* stream, unsigned long long* flow = nullptr) {
   constexpr int kR = 4, kOutRows = kR / 2;  // r4u2's loads: 2 gate + 2 up rows per warp
+  static_assert(kOutRows == kProducerOutsPerWarp);
   const int blocks = (pr.n + kWarps * kOutRows - 1) / (kWarps * kOutRows);
-  return launch_pdl(skinny_kernel<T, T, M, kR, 2, true, kNorm>, dim3(blocks), dim3(32 * kWarps),
-                    norm_smem_bytes<T, M, kNorm>(pr.k), stream, "skinny_gated_kernel",
-                    static_cast<const T*>(pr.x), static_cast<const T*>(pr.w),
-                    static_cast<T*>(pr.y), pr.n, pr.k, false,
-                    static_cast<const T*>(pr.norm_weight), pr.norm_eps);
+  return launch_pdl(skinny_kernel<T, T, M, kR, 2, true, kNorm, kFlow>, dim3(blocks),
+                    dim3(32 * kWarps), norm_smem_bytes<T, M, kNorm>(pr.k), stream,
+                    "skinny_gated_kernel", static_cast<const T*>(pr.x),
+                    static_cast<const T*>(pr.w), static_cast<T*>(pr.y), pr.n, pr.k, false,
+                    static_cast<const T*>(pr.norm_weight), pr.norm_eps, flow);
 }
 
 template <typename T, int M>
@@ -323,6 +363,42 @@ Status skinny_gemm_silu(DType dtype, const SkinnyProblem& pr, void* stream) {
       default: return dispatch_gated<T, 4>(pr, stream);
     }
   });
+}
+
+Status skinny_gemm_silu(DType dtype, const SkinnyProblem& pr, const SkinnyFlow& flow,
+                        void* stream) {
+  if (!flow.produce || flow.counters == nullptr || pr.m != 1)
+    return invalid_argument("skinny_gemm_silu: a flow's producer needs counters and m 1");
+  if (!skinny_gemm_supported(pr.m, pr.k, pr.x, pr.w, pr.y) || pr.accumulate || pr.f32_out)
+    return invalid_argument("skinny_gemm_silu: k a multiple of 8, operands aligned, dtype output");
+  FOLIO_RETURN_IF_ERROR(check_norm(pr, dtype, "skinny_gemm_silu"));
+  if (pr.n <= 0) return Status();
+  return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
+    return pr.norm_weight ? launch_gated<T, 1, true, kProduce>(pr, stream, flow.counters)
+                          : launch_gated<T, 1, false, kProduce>(pr, stream, flow.counters);
+  });
+}
+
+Status skinny_gemm_flow(DType dtype, const SkinnyProblem& pr, const SkinnyFlow& flow,
+                        void* stream) {
+  if (flow.produce || flow.counters == nullptr || pr.m != 1 || pr.f32_out || pr.norm_weight)
+    return invalid_argument("skinny_gemm_flow: a flow's consumer needs counters, m 1, dtype "
+                            "output and no fused norm");
+  if (!skinny_gemm_supported(pr.m, pr.k, pr.x, pr.w, pr.y))
+    return invalid_argument("skinny_gemm_flow: k a multiple of 8, operands aligned");
+  if (pr.n <= 0) return invalid_argument("skinny_gemm_flow: the consumer must launch (n > 0)");
+  // The small products' tile (r2u4), as skinny_gemm picks for them.
+  return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
+    return launch<T, T, 1, 2, 4, false, kConsume>(pr, stream, flow.counters);
+  });
+}
+
+Status skinny_flow_init(unsigned long long* counters, int elems, void* stream) {
+  if (counters == nullptr || elems <= 0)
+    return invalid_argument("skinny_flow_init: counters and a positive x length");
+  return cuda_status(cudaMemsetAsync(counters, 0, 8 * skinny_flow_words(elems),
+                                     static_cast<cudaStream_t>(stream)),
+                     "skinny_flow_init");
 }
 
 Status skinny_gemm_silu(DType dtype, const void* x, const void* w_gate_up, void* act, int m,

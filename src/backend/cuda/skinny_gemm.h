@@ -22,6 +22,8 @@
 //     beats the separate launch: 5.82), so the executor fuses qkv's norm only by default.
 #pragma once
 
+#include <cstddef>
+
 #include "backend/cuda/dtype.h"
 #include "base/status.h"
 
@@ -81,6 +83,35 @@ Status skinny_gemm(DType dtype, const void* x, const void* w, void* y, int m, in
 Status skinny_gemm_f32(DType dtype, const void* x, const void* w, float* y, int m, int n, int k,
                        void* stream);
 
+// A flow between two skinny products at m 1: the gated product (gate_up + silu, the producer)
+// counts the outputs it has stored per segment of seg_elems, and the next plain product (down,
+// the consumer, whose x is that output) waits for each segment of x only when its warps reach
+// it, instead of for the producer's whole grid (pdl_wait). The consumer's warps then stream
+// their weights while the producer's last blocks finish. Same arithmetic, same bits. Measured
+// level with the PDL wait on B3 (H100, NOTES.md "B3, session 22"): the executor uses it only
+// with FOLIO_SKINNY_FLOW=1.
+// `counters` (device, zeroed once by skinny_flow_init, then never reset: CUDA-graph safe) holds
+// one cumulative count per segment and the consumer's launch count; its launches are numbered
+// from it, so every producer launch with these counters must be followed by exactly one consumer
+// launch with them, on the same stream, before the next producer launch. A consumer whose
+// producer never ran traps (cudaErrorLaunchFailure after ~10 s) instead of hanging.
+struct SkinnyFlow {
+  unsigned long long* counters = nullptr;  // skinny_flow_words(x elements) words
+  bool produce = false;                    // true: the gated producer; false: the consumer
+};
+inline constexpr int kSkinnyFlowSegment = 1024;  // elements of x per counter
+// Words of counters for a flow whose x has `elems` elements per row.
+inline size_t skinny_flow_words(int elems) {
+  return static_cast<size_t>((elems + kSkinnyFlowSegment - 1) / kSkinnyFlowSegment) + 1;
+}
+// Zeroes the counters (before the flow's first launch).
+Status skinny_flow_init(unsigned long long* counters, int elems, void* stream);
+
+// The consumer side: y[1, n] (+)= x[1, k] · w[n, k]^T where x is the output of the producer
+// launched just before with the same flow.counters (flow.produce false; m 1, dtype output).
+Status skinny_gemm_flow(DType dtype, const SkinnyProblem& problem, const SkinnyFlow& flow,
+                        void* stream);
+
 // The SwiGLU MLP's first half at small m: act[m, inter] = silu(x · gate^T) * (x · up^T), where
 // w_gate_up = [gate; up] is [2 inter, k]. Bit-identical to skinny_gemm into [m, 2 inter] then
 // silu_and_mul (silu_and_mul.h), in one launch and without the intermediate.
@@ -89,5 +120,8 @@ Status skinny_gemm_silu(DType dtype, const void* x, const void* w_gate_up, void*
 // The same with the problem's fields: w = w_gate_up, y = act, n = inter; a fused norm allowed
 // (no accumulate, no fp32 output).
 Status skinny_gemm_silu(DType dtype, const SkinnyProblem& problem, void* stream);
+// The producer side of a flow (flow.produce true; m 1): the same launch, counting its outputs.
+Status skinny_gemm_silu(DType dtype, const SkinnyProblem& problem, const SkinnyFlow& flow,
+                        void* stream);
 
 }  // namespace folio::cuda
