@@ -233,12 +233,11 @@ INSTANTIATE_TEST_SUITE_P(
                            KvCacheDtype::kFp8E4m3}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
-// FOLIO_DECODE_MLP=1 (decode_mlp.h: o_proj .. down in one persistent launch at batch-1
-// decode) against the default launches, on a model wide enough for it (hidden 1024: the fused
-// norm's range): every batch-1 decode step's logits must be the same bits, eager and replayed
-// from a CUDA graph.
-TEST(CudaDecodeMlp, BatchOneDecodeStepsGiveTheSameLogits) {
-  FOLIO_REQUIRE_GPU();
+// A batch-1 alternative switched on by `env_var`=1 (read when the executor is created) against
+// the default launches, on a model wide enough for it (hidden 1024: the fused norm's range;
+// inter 2816: a last flow segment of 768): every batch-1 decode step's logits must be the same
+// bits, eager and replayed from a CUDA graph.
+void expect_same_batch_one_logits(const char* env_var) {
   TinyModelSpec s = spec("LlamaForCausalLM", 8, 2, 128, false);
   s.hidden = 1024;
   s.inter = 2816;
@@ -252,22 +251,34 @@ TEST(CudaDecodeMlp, BatchOneDecodeStepsGiveTheSameLogits) {
   o.num_blocks = 64;
   o.max_num_batched_tokens = 256;
   o.max_model_len = 512;
-  setenv("FOLIO_DECODE_MLP", "1", 1);
-  auto fused = CudaLlamaExecutor::create(*config, &*ck, o);
-  setenv("FOLIO_DECODE_MLP", "0", 1);
-  auto separate = CudaLlamaExecutor::create(*config, &*ck, o);
-  unsetenv("FOLIO_DECODE_MLP");
-  ASSERT_TRUE(fused.ok()) << fused.status().to_string();
-  ASSERT_TRUE(separate.ok()) << separate.status().to_string();
+  setenv(env_var, "1", 1);
+  auto on = CudaLlamaExecutor::create(*config, &*ck, o);
+  setenv(env_var, "0", 1);
+  auto off = CudaLlamaExecutor::create(*config, &*ck, o);
+  unsetenv(env_var);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
   const int V = config->vocab_size;
-  TwinRunner r(**fused, **separate, o.block_size, o.num_blocks, 3);
+  TwinRunner r(**on, **off, o.block_size, o.num_blocks, 3);
   const int s0 = r.add(29, V);
-  EXPECT_EQ(r.step({{s0, 29}}), 0.0) << "prefill (not fused: the same kernels)";
+  EXPECT_EQ(r.step({{s0, 29}}), 0.0) << "prefill (not batch 1: the same kernels)";
   for (int step = 0; step < 6; ++step) {
     r.append_token(s0, V);
     EXPECT_EQ(r.step({{s0, 1}}), 0.0) << "decode step " << step;
   }
-  EXPECT_GT((*fused)->graph_steps(), 0) << "some decode steps should replay a CUDA graph";
+  EXPECT_GT((*on)->graph_steps(), 0) << "some decode steps should replay a CUDA graph";
+}
+
+// FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch (decode_mlp.h).
+TEST(CudaDecodeMlp, BatchOneDecodeStepsGiveTheSameLogits) {
+  FOLIO_REQUIRE_GPU();
+  expect_same_batch_one_logits("FOLIO_DECODE_MLP");
+}
+
+// FOLIO_SKINNY_FLOW=1: down waits per segment of gate_up's output (skinny_gemm.h, SkinnyFlow).
+TEST(CudaSkinnyFlow, BatchOneDecodeStepsGiveTheSameLogits) {
+  FOLIO_REQUIRE_GPU();
+  expect_same_batch_one_logits("FOLIO_SKINNY_FLOW");
 }
 
 }  // namespace
