@@ -12,17 +12,16 @@ namespace folio::cuda {
 __device__ __forceinline__ void flow_signal(unsigned long long* counter, int lane) {
   __threadfence();
   __syncwarp();
-  if (lane == 0) {
-    __threadfence();
-    atomicAdd(counter, 1ull);
-  }
+  if (lane == 0) atomicAdd(counter, 1ull);
 }
 
 // Advances `ready` (segments of x known complete, warp-uniform) past segment `need` (< nseg).
 // Lane j reads the counter of segment ready + j (relaxed: no L1 invalidation per poll) against
 // its target, round * count(segment); the warp takes the leading run of complete segments, so one
 // check usually covers many. Then an acquire fence at GPU scope and a warp barrier: the
-// producer's outputs counted there are visible to every lane's later loads (flow_load_x).
+// producer's outputs counted there are visible to every lane's later coherent loads of x
+// (ld.global.ca, never the read-only path, which may keep lines from before the producer's
+// stores; the fence's memory clobber keeps them after it).
 // count(j): the producer's warps that store outputs of segment j. Traps after ~10 s (a consumer
 // launched without its producer) instead of hanging the GPU.
 template <typename CountFn>
@@ -54,17 +53,6 @@ __device__ __forceinline__ void flow_wait(const unsigned long long* counters, in
     if (now - start > 10'000'000'000ull) __trap();
     __nanosleep(100);
   }
-}
-
-// 16 bytes of x after flow_wait: a coherent load (never the read-only path, which may keep lines
-// from before the producer's stores); volatile keeps it after the wait's fence (volatile asm
-// is not reordered with volatile asm).
-__device__ __forceinline__ uint4 flow_load_x(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
 }
 
 }  // namespace folio::cuda

@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(32 * kWarps)
 #pragma unroll
       for (int m = 0; m < M; ++m)
         unpack8<T>(kNorm                  ? xp[m][q]
-                   : kFlow == kConsume    ? flow_load_x(xp[m] + q)
+                   : kFlow == kConsume    ? __ldca(xp[m] + q)  // coherent: after flow_wait
                                           : __ldg(xp[m] + q),
                    xf[m]);
 #pragma unroll
@@ -280,10 +280,10 @@ Status launch_gated(const SkinnyProblem& pr, void* stream, unsigned long long* f
                     static_cast<const T*>(pr.norm_weight), pr.norm_eps, flow);
 }
 
-template <typename T, int M>
-Status dispatch_gated(const SkinnyProblem& pr, void* stream) {
-  return pr.norm_weight ? launch_gated<T, M, true>(pr, stream)
-                        : launch_gated<T, M, false>(pr, stream);
+template <typename T, int M, int kFlow = kNoFlow>
+Status dispatch_gated(const SkinnyProblem& pr, void* stream, unsigned long long* flow = nullptr) {
+  return pr.norm_weight ? launch_gated<T, M, true, kFlow>(pr, stream, flow)
+                        : launch_gated<T, M, false, kFlow>(pr, stream, flow);
 }
 
 // The fused norm's limits (rms_norm_smem.cuh), checked before any launch.
@@ -294,6 +294,16 @@ Status check_norm(const SkinnyProblem& pr, DType dtype, const char* what) {
                             ": a fused norm needs k % 8 == 0, k <= 8192, m * k * element "
                             "size <= 47 KiB and a 16-byte aligned norm weight");
   return Status();
+}
+
+// skinny_gemm_silu's limits (both overloads), checked before any launch.
+Status check_silu(DType dtype, const SkinnyProblem& pr) {
+  if (!skinny_gemm_supported(pr.m, pr.k, pr.x, pr.w, pr.y))
+    return invalid_argument("skinny_gemm_silu: m must be in [1, " + std::to_string(kSkinnyMaxM) +
+                            "], k a multiple of 8, operands aligned");
+  if (pr.accumulate || pr.f32_out)
+    return invalid_argument("skinny_gemm_silu: dtype output, no accumulate");
+  return check_norm(pr, dtype, "skinny_gemm_silu");
 }
 
 }  // namespace
@@ -348,12 +358,7 @@ Status skinny_gemm_f32(DType dtype, const void* x, const void* w, float* y, int 
 }
 
 Status skinny_gemm_silu(DType dtype, const SkinnyProblem& pr, void* stream) {
-  if (!skinny_gemm_supported(pr.m, pr.k, pr.x, pr.w, pr.y))
-    return invalid_argument("skinny_gemm_silu: m must be in [1, " + std::to_string(kSkinnyMaxM) +
-                            "], k a multiple of 8, operands aligned");
-  if (pr.accumulate || pr.f32_out)
-    return invalid_argument("skinny_gemm_silu: dtype output, no accumulate");
-  FOLIO_RETURN_IF_ERROR(check_norm(pr, dtype, "skinny_gemm_silu"));
+  FOLIO_RETURN_IF_ERROR(check_silu(dtype, pr));
   if (pr.n <= 0) return Status();
   return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
     switch (pr.m) {
@@ -369,14 +374,10 @@ Status skinny_gemm_silu(DType dtype, const SkinnyProblem& pr, const SkinnyFlow& 
                         void* stream) {
   if (!flow.produce || flow.counters == nullptr || pr.m != 1)
     return invalid_argument("skinny_gemm_silu: a flow's producer needs counters and m 1");
-  if (!skinny_gemm_supported(pr.m, pr.k, pr.x, pr.w, pr.y) || pr.accumulate || pr.f32_out)
-    return invalid_argument("skinny_gemm_silu: k a multiple of 8, operands aligned, dtype output");
-  FOLIO_RETURN_IF_ERROR(check_norm(pr, dtype, "skinny_gemm_silu"));
+  FOLIO_RETURN_IF_ERROR(check_silu(dtype, pr));
   if (pr.n <= 0) return Status();
-  return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
-    return pr.norm_weight ? launch_gated<T, 1, true, kProduce>(pr, stream, flow.counters)
-                          : launch_gated<T, 1, false, kProduce>(pr, stream, flow.counters);
-  });
+  return FOLIO_DISPATCH_DTYPE(
+      dtype, T, [&] { return dispatch_gated<T, 1, kProduce>(pr, stream, flow.counters); });
 }
 
 Status skinny_gemm_flow(DType dtype, const SkinnyProblem& pr, const SkinnyFlow& flow,
