@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cuda/decode_tc_l2_ahead.h"
+#include "backend/cuda/device_memory.h"
+#include "cuda_test_util.h"
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -158,6 +162,29 @@ TEST(DecodeAttentionPlanTest, RefinesPartitionsWhereTheGridFitsAWave) {
   auto v1 = plan_decode_attention_bounded(1, 8192, 32, 8, 128, 132, 0, DecodeKernel::kV1);
   ASSERT_TRUE(v1.ok());
   EXPECT_FALSE(v1->refine_partitions);  // v1 keeps its own split
+}
+
+// tc's L2 prefetch (decode_tc_l2_ahead.h): on small grids of a GPU whose DRAM peaks below 4 TB/s
+// (the H100, where it was measured to help), never on large grids, an H200 or an unknown GPU.
+TEST(DecodeTcL2AheadTest, DefaultByGridAndBandwidth) {
+  constexpr double kH100 = 3352, kH200 = 4800;
+  EXPECT_EQ(tc_l2_ahead_default(256, kH100), kTcL2AheadSteps);  // K1 b32 x 2048
+  EXPECT_EQ(tc_l2_ahead_default(kTcL2AheadMaxBlocks, kH100), kTcL2AheadSteps);
+  EXPECT_EQ(tc_l2_ahead_default(kTcL2AheadMaxBlocks + 1, kH100), 0);
+  EXPECT_EQ(tc_l2_ahead_default(256, kH200), 0);
+  EXPECT_EQ(tc_l2_ahead_default(256, kTcL2AheadMaxPeakGbps), 0);
+  EXPECT_EQ(tc_l2_ahead_default(256, 0), 0);
+}
+
+// The rate the policy reads: the driver's clock and bus width give a datasheet-like figure.
+TEST(DecodeTcL2AheadTest, PeakMemoryRateOfThisGpu) {
+  FOLIO_REQUIRE_GPU();
+  const auto info = device_info(0);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_GT(info->peak_memory_gbps, 500) << info->name;
+  EXPECT_LT(info->peak_memory_gbps, 20000) << info->name;
+  FOLIO_ASSERT_OK(set_device(0));
+  EXPECT_EQ(current_device_peak_memory_gbps(), info->peak_memory_gbps);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "backend/cuda/decode_attention_tc.cuh"
+#include "backend/cuda/decode_tc_l2_ahead.h"
+#include "backend/cuda/device_memory.h"
 #include "backend/cuda/smem_opt_in.h"
 
 namespace folio::cuda::detail {
@@ -28,18 +30,8 @@ int ring_stages(const DecodePlan& plan, bool fp8) {
   return fp8 && plan.max_partitions == 1 ? 2 : 0;
 }
 
-// V2Args::l2_ahead. Measured on the H100 (NOTES.md, session 16): 2 warp steps raise K1 from
-// 86-87% to 88-89% of the queued copy at b32 x 2048, 93% to 95% at b128 x 2048 and 97% to 100% at
-// b128 x 8192 (3 or 4 steps lose up to 28%, probably because the prefetched lines, 8 warps x 8
-// KiB per step per SM, no longer all wait in L2 for their loads); but end to end B1 lost 2.5%
-// with it on every launch (48.1 / 48.7 against 49.4 / 50.0 req/s) and B2 moved +0.3%. B1's
-// decode grids are mostly far beyond what runs at once (up to 1000 sequences x 8 KV heads),
-// where the copy rate needs no help and the prefetches only add L2 traffic; so by default only
-// grids of at most kL2AheadMaxBlocks (4 waves of 2 blocks per SM on the H100) prefetch.
-// FOLIO_TC_L2_AHEAD=k (2..6) prefetches k steps ahead on every launch, 0 never (read once).
-constexpr int64_t kL2AheadMaxBlocks = 1024;
-constexpr int kL2AheadSteps = 2;
-
+// V2Args::l2_ahead: FOLIO_TC_L2_AHEAD=k (2..6) on every launch, 0 never (read once); else
+// decode_tc_l2_ahead.h's default for this grid and this GPU (measured on the H100 and the H200).
 int l2_ahead_for(int64_t grid_blocks) {
   static const int env = [] {
     const char* e = std::getenv("FOLIO_TC_L2_AHEAD");
@@ -48,7 +40,7 @@ int l2_ahead_for(int64_t grid_blocks) {
     return v >= 2 && v <= 6 ? v : 0;
   }();
   if (env >= 0) return env;
-  return grid_blocks <= kL2AheadMaxBlocks ? kL2AheadSteps : 0;
+  return tc_l2_ahead_default(grid_blocks, current_device_peak_memory_gbps());
 }
 
 template <typename T, typename C, int kRing>

@@ -1,5 +1,6 @@
 #include "backend/cuda/device_memory.h"
 
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -67,6 +68,20 @@ Result<int> device_count() {
   return n;
 }
 
+namespace {
+
+// kHz x 2 transfers per clock x bus bytes; 0 when either attribute is missing.
+double peak_memory_gbps_of(int device) {
+  int khz = 0, bits = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess ||
+      khz <= 0 || bits <= 0)
+    return 0;
+  return 2.0 * khz * 1e3 * (bits / 8.0) / 1e9;
+}
+
+}  // namespace
+
 Result<DeviceInfo> device_info(int device) {
   cudaDeviceProp p{};
   FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&p, device));
@@ -77,7 +92,24 @@ Result<DeviceInfo> device_info(int device) {
   info.max_smem_per_block_optin = p.sharedMemPerBlockOptin;
   info.compute_major = p.major;
   info.compute_minor = p.minor;
+  info.peak_memory_gbps = peak_memory_gbps_of(device);
   return info;
+}
+
+double current_device_peak_memory_gbps() {
+  constexpr int kMaxDevices = 64;
+  // Per device: 0 not looked up yet, -1 unknown, else the rate. Ranks on other threads look up
+  // their own devices; a race only repeats the same lookup.
+  static std::atomic<double> cache[kMaxDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 0;
+  double v = cache[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    const double g = peak_memory_gbps_of(device);
+    v = g > 0 ? g : -1;
+    cache[device].store(v, std::memory_order_relaxed);
+  }
+  return v > 0 ? v : 0;
 }
 
 Status copy_async(void* dst, const void* src, size_t bytes, void* stream) {

@@ -62,11 +62,18 @@ struct DeviceInfo {
   size_t total_memory = 0;
   size_t max_smem_per_block_optin = 0;
   int compute_major = 0, compute_minor = 0;
+  // The DRAM's peak rate by the driver's memory clock and bus width (2 transfers per clock), in
+  // GB/s: 3352 on an H100 SXM, 4800 on an H200. 0 where the driver does not say. A datasheet
+  // figure, not a measurement: kernels that pick a form by it say which GPUs it was measured on.
+  double peak_memory_gbps = 0;
 };
 
 // Number of CUDA devices; an error Status (never a crash) when there is no driver or no device.
 Result<int> device_count();
 Result<DeviceInfo> device_info(int device = 0);
+// DeviceInfo::peak_memory_gbps of the current device, looked up once per device (for launch paths
+// that choose a kernel form by it); 0 when unknown.
+double current_device_peak_memory_gbps();
 
 // Copies with cudaMemcpyAsync (direction inferred through unified addressing) on `stream`.
 Status copy_async(void* dst, const void* src, size_t bytes, void* stream = nullptr);
