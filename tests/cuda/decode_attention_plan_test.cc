@@ -7,6 +7,7 @@
 
 #include "backend/cuda/decode_tc_l2_ahead.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/fast_dram.h"
 #include "cuda_test_util.h"
 
 #include <cstdlib>
@@ -172,7 +173,7 @@ TEST(DecodeTcL2AheadTest, DefaultByGridAndBandwidth) {
   EXPECT_EQ(tc_l2_ahead_default(kTcL2AheadMaxBlocks, kH100), kTcL2AheadSteps);
   EXPECT_EQ(tc_l2_ahead_default(kTcL2AheadMaxBlocks + 1, kH100), 0);
   EXPECT_EQ(tc_l2_ahead_default(256, kH200), 0);
-  EXPECT_EQ(tc_l2_ahead_default(256, kTcL2AheadMaxPeakGbps), 0);
+  EXPECT_EQ(tc_l2_ahead_default(256, kFastDramGbps), 0);
   EXPECT_EQ(tc_l2_ahead_default(256, 0), 0);
 }
 

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "backend/cuda/fast_dram.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/silu_and_mul.h"
 #include "backend/cuda/skinny_gemm.h"
@@ -29,6 +30,14 @@ std::vector<float> reference(const std::vector<float>& x, const std::vector<floa
       y[static_cast<size_t>(r) * n + j] = static_cast<float>(s);
     }
   return y;
+}
+
+// The small products' tile by the DRAM's peak rate (host only): the H100's r2u4, the H200's r4u2.
+TEST(SkinnyGemm, SmallProductTileByDramRate) {
+  EXPECT_EQ(skinny_small_tile_for(3352), SkinnyVariant::kRows2Unroll4);  // H100 SXM
+  EXPECT_EQ(skinny_small_tile_for(0), SkinnyVariant::kRows2Unroll4);     // unknown
+  EXPECT_EQ(skinny_small_tile_for(kFastDramGbps), SkinnyVariant::kRows4Unroll2);
+  EXPECT_EQ(skinny_small_tile_for(4800), SkinnyVariant::kRows4Unroll2);  // H200
 }
 
 TEST(SkinnyGemm, MatchesReference) {

@@ -12,24 +12,25 @@
 // - H200 (4.8 TB/s peak), session 23: the same prefetch loses 8-11%: b32 x 2048 84.5 us queued
 //   against 77.8 without, b128 x 2048 319 against 288, b128 x 8192 1207 against 1078 (75% ->
 //   81%, 79% -> 88%, 84% -> 94% of the queued copy). So GPUs whose DRAM peaks at or above
-//   kTcL2AheadMaxPeakGbps never prefetch by default. Only these two GPUs were measured: the
-//   threshold sits between them.
+//   kFastDramGbps (fast_dram.h) never prefetch by default. Only these two GPUs were
+//   measured: the threshold sits between them.
 // FOLIO_TC_L2_AHEAD=k (2..6) prefetches k steps ahead on every launch, 0 never (the launcher).
 #pragma once
 
 #include <cstdint>
 
+#include "backend/cuda/fast_dram.h"
+
 namespace folio::cuda {
 
 inline constexpr int64_t kTcL2AheadMaxBlocks = 1024;
 inline constexpr int kTcL2AheadSteps = 2;
-inline constexpr double kTcL2AheadMaxPeakGbps = 4000;
 
 // The default for a launch of `grid_blocks` blocks on a GPU whose DRAM peaks at `peak_gbps`
-// (device_memory.h; 0 when unknown, which keeps the prefetch off).
+// (DeviceInfo::peak_memory_gbps; 0 when unknown, which keeps the prefetch off).
 constexpr int tc_l2_ahead_default(int64_t grid_blocks, double peak_gbps) {
   const bool small_grid = grid_blocks <= kTcL2AheadMaxBlocks;
-  const bool helps_here = peak_gbps > 0 && peak_gbps < kTcL2AheadMaxPeakGbps;
+  const bool helps_here = peak_gbps > 0 && !fast_dram(peak_gbps);
   return small_grid && helps_here ? kTcL2AheadSteps : 0;
 }
 

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/device_memory.h"
+#include "backend/cuda/fast_dram.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/rms_norm_smem.cuh"
@@ -206,18 +208,20 @@ SkinnyVariant variant_from_env() {
 }
 
 // The tile of dtype-output products of at most kSmallRows rows (o_proj, down, an unfused qkv),
-// where FOLIO_SKINNY_VARIANT does not say otherwise: r2u4, or FOLIO_SKINNY_SMALL (the same
-// names). Under r4u2 such a product has one block of 8 warps per SM (4096 rows: 128 blocks),
-// 32 KB of weights in flight per SM; r2u4 doubles the warps at the same bytes per warp. B3 on
-// the H100 (session 9, 4 rounds alternated): 5.765-5.812 ms against 5.812-5.835 with r4u2;
-// r4u4 5.91, r1u8 6.17-6.20 (NOTES.md).
+// where FOLIO_SKINNY_VARIANT does not say otherwise: FOLIO_SKINNY_SMALL (the same names), else
+// r2u4 on an H100-class DRAM and r4u2 at or above kFastDramGbps (fast_dram.h). Under r4u2
+// such a product has one block of 8 warps per SM (4096 rows: 128 blocks), 32 KB of weights in
+// flight per SM; r2u4 doubles the warps at the same bytes per warp. B3 on the H100 (session 9,
+// 4 rounds alternated): 5.765-5.812 ms with r2u4 against 5.812-5.835 with r4u2; r4u4 5.91, r1u8
+// 6.17-6.20. On the H200 (session 23, 5 rounds): r4u2 4.338-4.348 against 4.382-4.424 (NOTES.md).
 constexpr int kSmallRows = 8192;
-SkinnyVariant small_variant_from_env() {
-  static const SkinnyVariant v = [] {
+SkinnyVariant small_variant() {
+  static const SkinnyVariant env = [] {
     const char* e = std::getenv("FOLIO_SKINNY_SMALL");
-    return variant_named(e ? e : "r2u4");
+    return variant_named(e ? e : "");
   }();
-  return v;
+  return env != SkinnyVariant::kDefault ? env
+                                        : skinny_small_tile_for(current_device_peak_memory_gbps());
 }
 
 // Shared memory of a launch: the normalised x of kNorm kernels.
@@ -246,7 +250,7 @@ Status dispatch_variant(const SkinnyProblem& pr, SkinnyVariant v, void* stream) 
     return kF32 ? launch<T, OutT, M, 2, 4, true>(pr, stream)
                 : launch<T, OutT, M, 4, 2, true>(pr, stream);
   if (v == SkinnyVariant::kDefault) v = variant_from_env();
-  if (v == SkinnyVariant::kDefault && !kF32 && pr.n <= kSmallRows) v = small_variant_from_env();
+  if (v == SkinnyVariant::kDefault && !kF32 && pr.n <= kSmallRows) v = small_variant();
   if (v == SkinnyVariant::kDefault)
     v = kF32 ? SkinnyVariant::kRows2Unroll4 : SkinnyVariant::kRows4Unroll2;
   switch (v) {
@@ -307,6 +311,10 @@ Status check_silu(DType dtype, const SkinnyProblem& pr) {
 }
 
 }  // namespace
+
+SkinnyVariant skinny_small_tile_for(double peak_gbps) {
+  return fast_dram(peak_gbps) ? SkinnyVariant::kRows4Unroll2 : SkinnyVariant::kRows2Unroll4;
+}
 
 Result<int> skinny_max_m_from_env() {
   const char* e = std::getenv("FOLIO_SKINNY_GEMM_MAX_M");
@@ -388,7 +396,7 @@ Status skinny_gemm_flow(DType dtype, const SkinnyProblem& pr, const SkinnyFlow& 
   if (!skinny_gemm_supported(pr.m, pr.k, pr.x, pr.w, pr.y))
     return invalid_argument("skinny_gemm_flow: k a multiple of 8, operands aligned");
   if (pr.n <= 0) return invalid_argument("skinny_gemm_flow: the consumer must launch (n > 0)");
-  // The small products' tile (r2u4), as skinny_gemm picks for them.
+  // r2u4, skinny_gemm's tile for the small products on the H100, where the flow was measured.
   return FOLIO_DISPATCH_DTYPE(dtype, T, [&] {
     return launch<T, T, 1, 2, 4, false, kConsume>(pr, stream, flow.counters);
   });
