@@ -33,6 +33,12 @@ class Executor {
   virtual ~Executor() = default;
 
   virtual std::string device_name() const = 0;
+  // The memory copy rate of the device(s) this executor runs on, measured now, in GB/s of bytes
+  // read plus written (copies of buffers far beyond any cache): what a memory-bound decode
+  // step's bandwidth floor divides by (folio bench latency). Several GPUs: their sum.
+  virtual Result<double> measure_copy_gbps() const {
+    return unimplemented(device_name() + " cannot measure its copy rate");
+  }
   virtual int vocab_size() const = 0;
   virtual const KvCacheShape& kv_shape() const = 0;
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "base/host_copy_rate.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
 
@@ -21,6 +22,7 @@ class CpuLlamaExecutor final : public Executor {
   CpuLlamaExecutor(ModelConfig config, LlamaWeights weights, KvCacheShape kv);
 
   std::string device_name() const override { return "cpu"; }
+  Result<double> measure_copy_gbps() const override { return measure_host_copy_gbps(); }
   int vocab_size() const override { return config_.vocab_size; }
   const KvCacheShape& kv_shape() const override { return kv_; }
   const ModelConfig& config() const { return config_; }

@@ -69,6 +69,7 @@ class CudaLlamaExecutor final : public Executor {
   ~CudaLlamaExecutor() override;
 
   std::string device_name() const override;
+  Result<double> measure_copy_gbps() const override;  // options.device's, backend/cuda/copy_rate.h
   int vocab_size() const override;
   const KvCacheShape& kv_shape() const override;
   const CudaMemoryReport& memory_report() const;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/cuda/attention_params.h"
+#include "backend/cuda/copy_rate.h"
 #include "backend/cuda/decode_mlp.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/memory_info.h"
@@ -67,6 +68,9 @@ CudaLlamaExecutor::~CudaLlamaExecutor() {
 
 std::string CudaLlamaExecutor::device_name() const {
   return "cuda:" + std::to_string(impl_->options.device) + " (" + impl_->info.name + ")";
+}
+Result<double> CudaLlamaExecutor::measure_copy_gbps() const {
+  return cuda::measure_device_copy_gbps(impl_->options.device);
 }
 int CudaLlamaExecutor::vocab_size() const { return impl_->config.vocab_size; }
 const KvCacheShape& CudaLlamaExecutor::kv_shape() const { return impl_->kv; }

@@ -102,6 +102,14 @@ CudaTpExecutor::~CudaTpExecutor() = default;
 std::string CudaTpExecutor::device_name() const {
   return g_->name;
 }
+Result<double> CudaTpExecutor::measure_copy_gbps() const {
+  double sum = 0;
+  for (int r = 0; r < world(); ++r) {
+    FOLIO_ASSIGN_OR_RETURN(const double gbps, g_->ranks[r].exec->measure_copy_gbps());
+    sum += gbps;
+  }
+  return sum;
+}
 int CudaTpExecutor::vocab_size() const {
   return g_->ranks[0].exec->vocab_size();
 }

@@ -40,6 +40,9 @@ class CudaTpExecutor final : public Executor {
   ~CudaTpExecutor() override;
 
   std::string device_name() const override;
+  // The sum of the ranks' GPUs' rates, measured one GPU after the other from this thread (the
+  // ranks are idle between steps).
+  Result<double> measure_copy_gbps() const override;
   int vocab_size() const override;
   const KvCacheShape& kv_shape() const override;  // rank 0's: per-rank KV heads
   const CudaMemoryReport& memory_report() const;  // rank 0's

@@ -103,6 +103,23 @@ BandwidthFloor decode_bandwidth_floor(const ModelConfig& m, int batch, double me
   return f;
 }
 
+FloorBandwidth resolve_floor_bandwidth(const Executor& executor, double flag_gbps) {
+  FloorBandwidth b;
+  if (flag_gbps > 0) {
+    b.gbps = flag_gbps;
+    b.source = "flag";
+    return b;
+  }
+  Result<double> measured = executor.measure_copy_gbps();
+  if (measured.ok() && *measured > 0) {
+    b.gbps = *measured;
+    b.source = "measured";
+  } else {
+    b.note = measured.ok() ? "the measured rate was not positive" : measured.status().message();
+  }
+  return b;
+}
+
 nlohmann::json latency_json(const LatencyConfig& c, const std::vector<LatencyIteration>& iters,
                             const BandwidthFloor& floor, double bandwidth_gbps) {
   std::vector<double> total, ttft, tpot;

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/executor.h"
 #include "backend/kv_cache_dtype.h"
 #include "base/status.h"
 #include "engine/engine_core.h"
@@ -60,6 +62,19 @@ struct BandwidthFloor {
 BandwidthFloor decode_bandwidth_floor(const ModelConfig& m, int batch, double mean_context,
                                       double bandwidth_gbps,
                                       KvCacheDtype kv = KvCacheDtype::kAuto);
+
+// The rate the floor divides by, and where it came from (the JSON's `bandwidth_source`):
+// "flag" (`flag_gbps` > 0, --bandwidth-gbps), else "measured" (Executor::measure_copy_gbps on
+// the engine's own device(s), so that the floor is that GPU's), else "default"
+// (kDefaultBandwidthGbps, the H100's measured copy rate) with `note` saying why the
+// measurement failed.
+inline constexpr double kDefaultBandwidthGbps = 3000.0;
+struct FloorBandwidth {
+  double gbps = kDefaultBandwidthGbps;
+  std::string source = "default";
+  std::string note;
+};
+FloorBandwidth resolve_floor_bandwidth(const Executor& executor, double flag_gbps);
 
 // avg/percentile latencies, mean TTFT and TPOT, the floor and floor / TPOT, and the floor's
 // kv_cache_dtype.

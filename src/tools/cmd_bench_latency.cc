@@ -12,7 +12,7 @@ namespace {
 struct LatencyFlags {
   EngineFlags engine;
   LatencyConfig bench;
-  double bandwidth_gbps = 3000.0;  // H100 device-to-device copy, measured (performance.md)
+  double bandwidth_gbps = 0.0;  // 0: measure the engine's device (resolve_floor_bandwidth)
   std::string output_json;
 };
 
@@ -26,10 +26,11 @@ void print_result(const nlohmann::json& j, const std::string& device) {
   std::printf("  TTFT (prefill of the batch): mean %.3f ms\n", j["mean_ttft_ms"].get<double>());
   std::printf("  TPOT (mean decode step): mean %.3f ms, median %.3f ms\n",
               j["mean_tpot_ms"].get<double>(), j["median_tpot_ms"].get<double>());
-  std::printf("  bandwidth floor: %.3f ms per step (%.3g bytes at %.0f GB/s); "
+  std::printf("  bandwidth floor: %.3f ms per step (%.3g bytes at %.0f GB/s, %s); "
               "floor / TPOT = %.1f%%\n",
               j["floor_tpot_ms"].get<double>(), j["bytes_per_decode_step"].get<double>(),
-              j["bandwidth_gbps"].get<double>(), 100.0 * j["floor_ratio"].get<double>());
+              j["bandwidth_gbps"].get<double>(), j["bandwidth_source"].get<std::string>().c_str(),
+              100.0 * j["floor_ratio"].get<double>());
 }
 
 int run(const LatencyFlags& f) {
@@ -56,9 +57,14 @@ int run(const LatencyFlags& f) {
   }
   const ModelConfig& m = (*engine)->model_config();
   const double mean_context = c.input_len + c.output_len / 2.0;
-  BandwidthFloor floor = decode_bandwidth_floor(m, c.batch_size, mean_context, f.bandwidth_gbps,
+  const FloorBandwidth bw = resolve_floor_bandwidth((*engine)->executor(), f.bandwidth_gbps);
+  if (!bw.note.empty())
+    std::cerr << "folio bench latency: could not measure the copy rate (" << bw.note
+              << "); the floor assumes " << bw.gbps << " GB/s (pass --bandwidth-gbps)\n";
+  BandwidthFloor floor = decode_bandwidth_floor(m, c.batch_size, mean_context, bw.gbps,
                                                 (*engine)->config().kv_cache_dtype);
-  nlohmann::json j = latency_json(c, *iters, floor, f.bandwidth_gbps);
+  nlohmann::json j = latency_json(c, *iters, floor, bw.gbps);
+  j["bandwidth_source"] = bw.source;
   const std::string device = (*engine)->executor().device_name();
   print_result(j, device);
   j["host_loop"] = host_loop_json((*engine)->counters());
@@ -89,7 +95,8 @@ void register_bench_latency(CLI::App* bench, int& exit_code) {
   cmd->add_option("--num-iters-warmup", f->bench.num_iters_warmup, "unmeasured iterations first")
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--bandwidth-gbps", f->bandwidth_gbps,
-                  "memory bandwidth for the floor (default: H100, measured 3000 GB/s)")
+                  "memory bandwidth for the floor, GB/s (default: measured on the device: a copy "
+                  "of buffers beyond its caches; 3000 where that fails)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--output-json", f->output_json, "write the result here");
   cmd->callback([f, &exit_code] { exit_code = run(*f); });
