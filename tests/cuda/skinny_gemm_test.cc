@@ -12,6 +12,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/silu_and_mul.h"
 #include "backend/cuda/skinny_gemm.h"
+#include "backend/cuda/skinny_tiles.h"
 #include "cuda_test_util.h"
 
 namespace folio::cuda {
@@ -32,12 +33,16 @@ std::vector<float> reference(const std::vector<float>& x, const std::vector<floa
   return y;
 }
 
-// The small products' tile by the DRAM's peak rate (host only): the H100's r2u4, the H200's r4u2.
+// The small products' tile by the DRAM's peak rate (host only): the H100's r2u4, the H200's r4u2;
+// and the switches' names.
 TEST(SkinnyGemm, SmallProductTileByDramRate) {
   EXPECT_EQ(skinny_small_tile_for(3352), SkinnyVariant::kRows2Unroll4);  // H100 SXM
   EXPECT_EQ(skinny_small_tile_for(0), SkinnyVariant::kRows2Unroll4);     // unknown
   EXPECT_EQ(skinny_small_tile_for(kFastDramGbps), SkinnyVariant::kRows4Unroll2);
   EXPECT_EQ(skinny_small_tile_for(4800), SkinnyVariant::kRows4Unroll2);  // H200
+  EXPECT_EQ(skinny_variant_named("r2u4"), SkinnyVariant::kRows2Unroll4);
+  EXPECT_EQ(skinny_variant_named("r4u2"), SkinnyVariant::kRows4Unroll2);
+  EXPECT_EQ(skinny_variant_named("bulk"), SkinnyVariant::kDefault);
 }
 
 TEST(SkinnyGemm, MatchesReference) {

@@ -3,12 +3,11 @@
 #include <string>
 
 #include "backend/cuda/cuda_common.cuh"
-#include "backend/cuda/device_memory.h"
-#include "backend/cuda/fast_dram.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/pdl.cuh"
 #include "backend/cuda/rms_norm_smem.cuh"
 #include "backend/cuda/skinny_flow.cuh"
+#include "backend/cuda/skinny_tiles.h"
 
 namespace folio::cuda {
 namespace {
@@ -187,43 +186,6 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
-// A tile's name in the environment (r4u2, r2u4, r1u4, r1u8, r4u4); kDefault for any other.
-SkinnyVariant variant_named(const std::string& s) {
-  if (s == "r4u2") return SkinnyVariant::kRows4Unroll2;
-  if (s == "r2u4") return SkinnyVariant::kRows2Unroll4;
-  if (s == "r1u4") return SkinnyVariant::kRows1Unroll4;
-  if (s == "r1u8") return SkinnyVariant::kRows1Unroll8;
-  if (s == "r4u4") return SkinnyVariant::kRows4Unroll4;
-  return SkinnyVariant::kDefault;
-}
-
-// FOLIO_SKINNY_VARIANT replaces kDefault everywhere: for timing the variants in place (B3), where
-// the figures differ from the isolated benchmark's.
-SkinnyVariant variant_from_env() {
-  static const SkinnyVariant v = [] {
-    const char* e = std::getenv("FOLIO_SKINNY_VARIANT");
-    return variant_named(e ? e : "");
-  }();
-  return v;
-}
-
-// The tile of dtype-output products of at most kSmallRows rows (o_proj, down, an unfused qkv),
-// where FOLIO_SKINNY_VARIANT does not say otherwise: FOLIO_SKINNY_SMALL (the same names), else
-// r2u4 on an H100-class DRAM and r4u2 at or above kFastDramGbps (fast_dram.h). Under r4u2
-// such a product has one block of 8 warps per SM (4096 rows: 128 blocks), 32 KB of weights in
-// flight per SM; r2u4 doubles the warps at the same bytes per warp. B3 on the H100 (session 9,
-// 4 rounds alternated): 5.765-5.812 ms with r2u4 against 5.812-5.835 with r4u2; r4u4 5.91, r1u8
-// 6.17-6.20. On the H200 (session 23, 5 rounds): r4u2 4.338-4.348 against 4.382-4.424 (NOTES.md).
-constexpr int kSmallRows = 8192;
-SkinnyVariant small_variant() {
-  static const SkinnyVariant env = [] {
-    const char* e = std::getenv("FOLIO_SKINNY_SMALL");
-    return variant_named(e ? e : "");
-  }();
-  return env != SkinnyVariant::kDefault ? env
-                                        : skinny_small_tile_for(current_device_peak_memory_gbps());
-}
-
 // Shared memory of a launch: the normalised x of kNorm kernels.
 template <typename T, int M, bool kNorm>
 size_t norm_smem_bytes(int k) {
@@ -240,7 +202,8 @@ Status launch(const SkinnyProblem& pr, void* stream, unsigned long long* flow = 
                     static_cast<const T*>(pr.norm_weight), pr.norm_eps, flow);
 }
 
-// kDefault: 4 rows per warp for dtype outputs (2 for products of at most kSmallRows rows, above),
+// kDefault: 4 rows per warp for dtype outputs (skinny_tiles.h's tile for products of at most
+// kSkinnySmallRows rows),
 // 2 for fp32 (the lm_head): the fastest on the H100 for the Llama-3-8B shapes (NOTES.md). A fused
 // norm always takes 4 (2 for fp32).
 template <typename T, typename OutT, int M>
@@ -249,8 +212,8 @@ Status dispatch_variant(const SkinnyProblem& pr, SkinnyVariant v, void* stream) 
   if (pr.norm_weight)
     return kF32 ? launch<T, OutT, M, 2, 4, true>(pr, stream)
                 : launch<T, OutT, M, 4, 2, true>(pr, stream);
-  if (v == SkinnyVariant::kDefault) v = variant_from_env();
-  if (v == SkinnyVariant::kDefault && !kF32 && pr.n <= kSmallRows) v = small_variant();
+  if (v == SkinnyVariant::kDefault) v = skinny_variant_from_env();
+  if (v == SkinnyVariant::kDefault && !kF32 && pr.n <= kSkinnySmallRows) v = skinny_small_tile();
   if (v == SkinnyVariant::kDefault)
     v = kF32 ? SkinnyVariant::kRows2Unroll4 : SkinnyVariant::kRows4Unroll2;
   switch (v) {
@@ -311,10 +274,6 @@ Status check_silu(DType dtype, const SkinnyProblem& pr) {
 }
 
 }  // namespace
-
-SkinnyVariant skinny_small_tile_for(double peak_gbps) {
-  return fast_dram(peak_gbps) ? SkinnyVariant::kRows4Unroll2 : SkinnyVariant::kRows2Unroll4;
-}
 
 Result<int> skinny_max_m_from_env() {
   const char* e = std::getenv("FOLIO_SKINNY_GEMM_MAX_M");

@@ -45,11 +45,6 @@ enum class SkinnyVariant {
   kRows4Unroll4,
 };
 
-// The tile kDefault means for dtype-output products of at most 8192 rows (o_proj, down) on a GPU
-// whose DRAM peaks at `peak_gbps` (DeviceInfo::peak_memory_gbps): r2u4 below kFastDramGbps
-// (fast_dram.h) (the H100's best in
-// B3), r4u2 at or above it (the H200's). FOLIO_SKINNY_SMALL overrides it.
-SkinnyVariant skinny_small_tile_for(double peak_gbps);
 
 struct SkinnyProblem {
   const void* x;  // [m, k]
