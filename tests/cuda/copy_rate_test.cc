@@ -1,5 +1,5 @@
-// measure_device_copy_gbps (backend/cuda/copy_rate.h): a datasheet-sized rate on the GPU (the
-// H100 measures about 3000 GB/s, the H200 about 4200), the current device left as it was, and
+// measure_device_copy_gbps (backend/cuda/copy_rate.h): a plausible rate on the GPU (an H200
+// measured 4103 GB/s, an H100 copies about 3000), the current device left as it was, and
 // errors (not crashes) for what it cannot measure.
 #include "backend/cuda/copy_rate.h"
 
