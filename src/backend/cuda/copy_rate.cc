@@ -7,19 +7,11 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_events.h"
 #include "backend/cuda/device_memory.h"
 
 namespace folio::cuda {
 namespace {
-
-// Events of one timing session, destroyed on every path.
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ~EventPair() {
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-  }
-};
 
 Result<double> measure_on_current(size_t max_bytes, int runs) {
   size_t free_bytes = 0, total = 0;
@@ -34,18 +26,18 @@ Result<double> measure_on_current(size_t max_bytes, int runs) {
   FOLIO_ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::allocate(bytes));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaMemset(src.data(), 1, bytes));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice));
-  EventPair ev;
-  FOLIO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&ev.start));
-  FOLIO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&ev.stop));
+  CudaEvents ev;
+  FOLIO_RETURN_IF_ERROR(ev.create(2));
+  cudaEvent_t start = ev.ev[0], stop = ev.ev[1];
   std::vector<float> ms;
   for (int r = 0; r < runs; ++r) {
-    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev.start, nullptr));
+    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(start, nullptr));
     FOLIO_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, nullptr));
-    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev.stop, nullptr));
-    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(ev.stop));
+    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop, nullptr));
+    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
     float t = 0;
-    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&t, ev.start, ev.stop));
+    FOLIO_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&t, start, stop));
     ms.push_back(t);
   }
   std::nth_element(ms.begin(), ms.begin() + runs / 2, ms.end());

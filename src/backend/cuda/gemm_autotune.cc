@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_events.h"
 #include "base/log.h"
 
 namespace folio::cuda {
@@ -22,22 +23,6 @@ Result<int> env_int(const char* name, int fallback, int lo, int hi) {
                             std::to_string(lo) + ", " + std::to_string(hi) + "])");
   return static_cast<int>(x);
 }
-
-// Owns the events of one timing session.
-struct Events {
-  std::vector<cudaEvent_t> ev;
-  ~Events() {
-    for (cudaEvent_t e : ev) cudaEventDestroy(e);
-  }
-  Status create(int n) {
-    for (int i = 0; i < n; ++i) {
-      cudaEvent_t e = nullptr;
-      FOLIO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
-      ev.push_back(e);
-    }
-    return Status();
-  }
-};
 
 }  // namespace
 
@@ -133,7 +118,7 @@ Result<TuneResult> time_candidates(const LtProblem& p,
   TuneResult r;
   r.median_us.assign(cands.size(), std::numeric_limits<float>::infinity());
   if (cands.empty()) return internal_error("time_candidates: no candidate algorithm");
-  Events events;
+  CudaEvents events;
   FOLIO_RETURN_IF_ERROR(events.create(2 * kTimedRuns));
   auto run = [&](const cublasLtMatmulAlgo_t& algo) {
     return cublasLtMatmul(p.handle, p.desc, &alpha, buf.a, p.a, buf.b, p.b, &beta, buf.c, p.c,
