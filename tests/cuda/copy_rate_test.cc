@@ -29,7 +29,11 @@ TEST(CopyRate, RejectsWhatItCannotMeasure) {
   EXPECT_EQ(measure_device_copy_gbps(0, size_t{1} << 20).status().code(),
             StatusCode::kInvalidArgument);
   FOLIO_REQUIRE_GPU();
-  EXPECT_FALSE(measure_device_copy_gbps(1 << 20).ok());  // no such device
+  EXPECT_EQ(measure_device_copy_gbps(1 << 20).status().code(),  // no such device
+            StatusCode::kInvalidArgument);
+  // ... and no error left behind for the next launch's cudaGetLastError to report (this test
+  // once made the next suite's first kernel fail with "invalid device ordinal").
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 }  // namespace

@@ -51,11 +51,20 @@ Result<double> measure_on_current(size_t max_bytes, int runs) {
 Result<double> measure_device_copy_gbps(int device, size_t max_bytes, int runs) {
   if (runs < 1 || max_bytes < kCopyRateMinBytes)
     return invalid_argument("measure_device_copy_gbps: at least one run and 64 MiB");
+  // A failed runtime call also leaves the thread's last error set, which the next kernel
+  // launch's cudaGetLastError check (anyone's) would then report as its own: so an unknown
+  // device is rejected before cudaSetDevice, and any failure below clears that state.
+  int count = 0;
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count)
+    return invalid_argument("measure_device_copy_gbps: no CUDA device " + std::to_string(device) +
+                            " (this machine has " + std::to_string(count) + ")");
   int previous = 0;
   FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   Result<double> r = measure_on_current(max_bytes, runs);
   cudaSetDevice(previous);  // best effort: the measurement's own error matters more
+  if (!r.ok()) cudaGetLastError();
   return r;
 }
 
