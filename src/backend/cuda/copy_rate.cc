@@ -51,9 +51,9 @@ Result<double> measure_on_current(size_t max_bytes, int runs) {
 Result<double> measure_device_copy_gbps(int device, size_t max_bytes, int runs) {
   if (runs < 1 || max_bytes < kCopyRateMinBytes)
     return invalid_argument("measure_device_copy_gbps: at least one run and 64 MiB");
-  // A failed runtime call also leaves the thread's last error set, which the next kernel
-  // launch's cudaGetLastError check (anyone's) would then report as its own: so an unknown
-  // device is rejected before cudaSetDevice, and any failure below clears that state.
+  // An unknown device is the caller's mistake, not a runtime failure: refused before
+  // cudaSetDevice. (Runtime errors below come back through cuda_status, which clears the
+  // thread's last error: cuda_check.h.)
   int count = 0;
   FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count)
@@ -63,8 +63,8 @@ Result<double> measure_device_copy_gbps(int device, size_t max_bytes, int runs) 
   FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   Result<double> r = measure_on_current(max_bytes, runs);
-  cudaSetDevice(previous);  // best effort: the measurement's own error matters more
-  if (!r.ok()) cudaGetLastError();
+  // Best effort (the measurement's result matters more); cuda_status clears a failure's error.
+  (void)cuda_status(cudaSetDevice(previous), "cudaSetDevice");
   return r;
 }
 

@@ -11,8 +11,12 @@
 
 namespace folio::cuda {
 
+// A failed runtime call also records its error as the thread's last error, which a later
+// launch_status (anyone's) would report as its own launch's: an error turned into a Status here is
+// cleared there (non-sticky errors; a sticky one stays, as the context is lost anyway).
 inline Status cuda_status(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status();
+  (void)cudaGetLastError();
   const StatusCode code =
       err == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
   return Status(code, std::string(what) + ": " + cudaGetErrorName(err) + " (" +

@@ -48,10 +48,7 @@ Status launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
   cfg.attrs = attr;
   cfg.numAttrs = pdl_enabled() ? 1 : 0;
   const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // clear it: the next launch_status must not report it again
-    return cuda_status(e, name);
-  }
+  if (e != cudaSuccess) return cuda_status(e, name);  // which clears it (cuda_check.h)
   return launch_status(name);
 }
 
