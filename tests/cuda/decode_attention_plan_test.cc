@@ -165,16 +165,23 @@ TEST(DecodeAttentionPlanTest, RefinesPartitionsWhereTheGridFitsAWave) {
   EXPECT_FALSE(v1->refine_partitions);  // v1 keeps its own split
 }
 
-// tc's L2 prefetch (decode_tc_l2_ahead.h): on small grids of a GPU whose DRAM peaks below 4 TB/s
-// (the H100, where it was measured to help), never on large grids, an H200 or an unknown GPU.
+// tc's L2 prefetch (decode_tc_l2_ahead.h): bulk prefetches on small grids of a GPU whose DRAM
+// peaks below 4 TB/s (the H100, where they were measured to help), none on its large grids;
+// line prefetches on every grid at or above (the H200, where bulk ones lost and lines gained);
+// none on an unknown GPU.
 TEST(DecodeTcL2AheadTest, DefaultByGridAndBandwidth) {
   constexpr double kH100 = 3352, kH200 = 4800;
-  EXPECT_EQ(tc_l2_ahead_default(256, kH100), kTcL2AheadSteps);  // K1 b32 x 2048
-  EXPECT_EQ(tc_l2_ahead_default(kTcL2AheadMaxBlocks, kH100), kTcL2AheadSteps);
-  EXPECT_EQ(tc_l2_ahead_default(kTcL2AheadMaxBlocks + 1, kH100), 0);
-  EXPECT_EQ(tc_l2_ahead_default(256, kH200), 0);
-  EXPECT_EQ(tc_l2_ahead_default(256, kFastDramGbps), 0);
-  EXPECT_EQ(tc_l2_ahead_default(256, 0), 0);
+  auto is = [](TcL2Prefetch p, int steps, bool lines) {
+    return p.steps == steps && p.lines == lines;
+  };
+  EXPECT_TRUE(is(tc_l2_prefetch_default(256, kH100), kTcL2AheadSteps, false));  // K1 b32 x 2048
+  EXPECT_TRUE(is(tc_l2_prefetch_default(kTcL2AheadMaxBlocks, kH100), kTcL2AheadSteps, false));
+  EXPECT_TRUE(is(tc_l2_prefetch_default(kTcL2AheadMaxBlocks + 1, kH100), 0, false));
+  EXPECT_TRUE(is(tc_l2_prefetch_default(256, kH200), kTcL2AheadSteps, true));
+  EXPECT_TRUE(is(tc_l2_prefetch_default(256 * 1000, kH200), kTcL2AheadSteps, true));  // B1, B2
+  EXPECT_TRUE(is(tc_l2_prefetch_default(256, kFastDramGbps), kTcL2AheadSteps, true));
+  EXPECT_TRUE(is(tc_l2_prefetch_default(256, 0), 0, false));
+  EXPECT_TRUE(is(tc_l2_prefetch_default(256 * 1000, 0), 0, false));
 }
 
 // The rate the policy reads: the driver's clock and bus width give a datasheet-like figure.

@@ -33,6 +33,8 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   int early;              // pdl_early_reads(): tc and the merge read metadata before pdl_wait
   int l2_ahead;           // tc's register forms: K/V prefetched into L2 this many warp steps
                           // ahead (0: none; 1 is the register buffer's own chunk, so >= 2)
+  int l2_lines;           // ... as one prefetch.global.L2 per 128-byte line (1) or one bulk
+                          // prefetch per row (0); decode_tc_l2_ahead.h says which GPU takes which
   FusedQkvPost qkv_post;  // tc only, fused when qkv_post.qkv is set (decode_attention_tc_qkv.cuh)
 };
 

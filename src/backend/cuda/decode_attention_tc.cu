@@ -30,17 +30,25 @@ int ring_stages(const DecodePlan& plan, bool fp8) {
   return fp8 && plan.max_partitions == 1 ? 2 : 0;
 }
 
-// V2Args::l2_ahead: FOLIO_TC_L2_AHEAD=k (2..6) on every launch, 0 never (read once); else
-// decode_tc_l2_ahead.h's default for this grid and this GPU (measured on the H100 and the H200).
-int l2_ahead_for(int64_t grid_blocks) {
-  static const int env = [] {
-    const char* e = std::getenv("FOLIO_TC_L2_AHEAD");
-    if (e == nullptr) return -1;  // the default below
-    const int v = std::atoi(e);
-    return v >= 2 && v <= 6 ? v : 0;
+// An integer environment variable, -1 when unset (callers keep it in a static: read once).
+int env_int(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? -1 : std::atoi(e);
+}
+
+// V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU
+// (measured on the H100 and the H200), unless FOLIO_TC_L2_AHEAD=k (2..6 on every launch, 0 never)
+// or FOLIO_TC_L2_LINES (1 the line form, 0 the bulk form) say otherwise (read once).
+TcL2Prefetch l2_prefetch_for(int64_t grid_blocks) {
+  static const int steps_env = [] {
+    const int v = env_int("FOLIO_TC_L2_AHEAD");
+    return v < 0 ? -1 : v >= 2 && v <= 6 ? v : 0;
   }();
-  if (env >= 0) return env;
-  return tc_l2_ahead_default(grid_blocks, current_device_peak_memory_gbps());
+  static const int lines_env = env_int("FOLIO_TC_L2_LINES");
+  TcL2Prefetch p = tc_l2_prefetch_default(grid_blocks, current_device_peak_memory_gbps());
+  if (steps_env >= 0) p.steps = steps_env;
+  if (lines_env == 0 || lines_env == 1) p.lines = lines_env == 1;
+  return p;
 }
 
 template <typename T, typename C, int kRing>
@@ -89,8 +97,10 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                          std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
-    a.l2_ahead = l2_ahead_for(int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs *
-                              a.max_partitions);
+    const TcL2Prefetch l2 =
+        l2_prefetch_for(int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs * a.max_partitions);
+    a.l2_ahead = l2.steps;
+    a.l2_lines = l2.lines ? 1 : 0;
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
     const int stages = ring_stages(plan, fp8);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);

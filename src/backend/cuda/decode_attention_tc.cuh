@@ -147,8 +147,8 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   auto prefetch_ahead = [&](int slot_lane) {
     if (lane < kChunk || slot_lane < 0) return;
     constexpr uint32_t kRowBytes = kD * sizeof(C);
-    l2_prefetch_bulk(k_cache + slot_lane * slot_stride + head_off, kRowBytes);
-    l2_prefetch_bulk(v_cache + slot_lane * slot_stride + head_off, kRowBytes);
+    l2_prefetch(k_cache + slot_lane * slot_stride + head_off, kRowBytes, a.l2_lines);
+    l2_prefetch(v_cache + slot_lane * slot_stride + head_off, kRowBytes, a.l2_lines);
   };
   // Warp steps; 0: no prefetch. Only partitions of at least kL2MinTokens prefetch: a shorter one
   // is over before the stream settles (b1 x 8192's 256-token partitions lost 5-7%, NOTES.md).
