@@ -1,6 +1,7 @@
 // Decode kernel "tc" (decode_attention_tc.cuh) over a 16-bit or an fp8 e4m3 cache, head_dim 128;
 // a split sequence's partitions merge in decode v2's merge kernel (same workspace layout).
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "backend/cuda/decode_attention_tc.cuh"
@@ -11,11 +12,17 @@
 namespace folio::cuda::detail {
 namespace {
 
+// An integer environment variable; nullopt when unset (callers keep it in a static: read once).
+std::optional<int> env_int(const char* name) {
+  const char* e = std::getenv(name);
+  if (e == nullptr) return std::nullopt;
+  return std::atoi(e);
+}
+
 // FOLIO_TC_RING (0, 2, 3 or 4) when set, else -1. Read once.
 int ring_from_env() {
   static const int stages = [] {
-    const char* e = std::getenv("FOLIO_TC_RING");
-    const int v = e ? std::atoi(e) : -1;
+    const int v = env_int("FOLIO_TC_RING").value_or(-1);
     return v == 0 || (v >= 2 && v <= 4) ? v : -1;
   }();
   return stages;
@@ -30,23 +37,17 @@ int ring_stages(const DecodePlan& plan, bool fp8) {
   return fp8 && plan.max_partitions == 1 ? 2 : 0;
 }
 
-// An integer environment variable, -1 when unset (callers keep it in a static: read once).
-int env_int(const char* name) {
-  const char* e = std::getenv(name);
-  return e == nullptr ? -1 : std::atoi(e);
-}
-
 // V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU
 // (measured on the H100 and the H200), unless FOLIO_TC_L2_AHEAD=k (2..6 on every launch, 0 never)
 // or FOLIO_TC_L2_LINES (1 the line form, 0 the bulk form) say otherwise (read once).
 TcL2Prefetch l2_prefetch_for(int64_t grid_blocks) {
-  static const int steps_env = [] {
-    const int v = env_int("FOLIO_TC_L2_AHEAD");
-    return v < 0 ? -1 : v >= 2 && v <= 6 ? v : 0;
+  static const std::optional<int> steps_env = [] {  // set but outside 2..6: never
+    const std::optional<int> v = env_int("FOLIO_TC_L2_AHEAD");
+    return v && (*v < 2 || *v > 6) ? std::optional<int>(0) : v;
   }();
-  static const int lines_env = env_int("FOLIO_TC_L2_LINES");
+  static const std::optional<int> lines_env = env_int("FOLIO_TC_L2_LINES");
   TcL2Prefetch p = tc_l2_prefetch_default(grid_blocks, current_device_peak_memory_gbps());
-  if (steps_env >= 0) p.steps = steps_env;
+  if (steps_env) p.steps = *steps_env;
   if (lines_env == 0 || lines_env == 1) p.lines = lines_env == 1;
   return p;
 }
