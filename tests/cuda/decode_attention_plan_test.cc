@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cuda/decode_tc_l2_ahead.h"
+#include "backend/cuda/decode_tc_ring.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/fast_dram.h"
 #include "cuda_test_util.h"
@@ -182,6 +183,19 @@ TEST(DecodeTcL2AheadTest, DefaultByGridAndBandwidth) {
   EXPECT_TRUE(is(tc_l2_prefetch_default(256, kFastDramGbps), kTcL2AheadSteps, true));
   EXPECT_TRUE(is(tc_l2_prefetch_default(256, 0), 0, false));
   EXPECT_TRUE(is(tc_l2_prefetch_default(256 * 1000, 0), 0, false));
+}
+
+// tc's default form (decode_tc_ring.h): the ring of 2 only for an fp8 cache in an unsplit plan
+// below the fast-DRAM rate (the H100, or a GPU of unknown rate); registers otherwise.
+TEST(DecodeTcRingTest, DefaultByCachePlanAndBandwidth) {
+  constexpr double kH100 = 3352, kH200 = 4800;
+  EXPECT_EQ(tc_ring_default(true, 1, kH100), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 1, 0), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 32, kH100), 0);  // split: registers
+  EXPECT_EQ(tc_ring_default(false, 1, kH100), 0);  // 16-bit cache: registers
+  EXPECT_EQ(tc_ring_default(true, 1, kH200), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, kFastDramGbps), 0);
+  EXPECT_EQ(tc_ring_default(false, 1, kH200), 0);
 }
 
 // The rate the policy reads: the driver's clock and bus width give a datasheet-like figure.

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/decode_attention_tc.cuh"
 #include "backend/cuda/decode_tc_l2_ahead.h"
+#include "backend/cuda/decode_tc_ring.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/smem_opt_in.h"
 
@@ -28,13 +29,12 @@ int ring_from_env() {
   return stages;
 }
 
-// DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else the ring of 2
-// for an fp8 cache where the plan does not split (a split plan's short partitions keep the
-// registers: b1 x 8192 measured 18.4 us there against 19.5 with the ring).
+// DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else
+// decode_tc_ring.h's default for this cache, plan and GPU.
 int ring_stages(const DecodePlan& plan, bool fp8) {
   if (plan.tc_ring_stages >= 0) return plan.tc_ring_stages;
   if (const int env = ring_from_env(); env >= 0) return env;
-  return fp8 && plan.max_partitions == 1 ? 2 : 0;
+  return tc_ring_default(fp8, plan.max_partitions, current_device_peak_memory_gbps());
 }
 
 // V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU

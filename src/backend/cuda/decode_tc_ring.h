@@ -1,0 +1,36 @@
+// Decode kernel tc's default form when the plan leaves it to the launcher
+// (DecodePlan::tc_ring_stages -1): the register form (0) or the shared-memory ring of 2 stages
+// (decode_attention_tc.cuh), a host-side policy kept apart from the launcher so that it can be
+// tested without a GPU.
+//
+// Measured (src/backend/cuda/NOTES.md):
+// - A 16-bit cache keeps the register form everywhere (H100, session 9: the ring was 11-22%
+//   slower on every K1 shape).
+// - An fp8 cache on the H100 (session 9): the ring of 2 where the plan does not split, K1 b32 x
+//   2048 65.1 us against 84.1 in registers, b128 x 2048 234.2 against 264.5; B2 (fp8, 512
+//   sequences) 10,240 output tok/s against 9,785. A split plan's short partitions keep the
+//   registers (b1 x 8192 18.9 against 19.3).
+// - An fp8 cache on the H200 (session 26): the register form prefetches K/V into L2 by line on
+//   GPUs whose DRAM peaks at or above kFastDramGbps (decode_tc_l2_ahead.h; session 25) and the
+//   ring form does not, and there the registers win unsplit plans too: K1 b128 x 2048 183.1 us
+//   against 197.1 with the ring, b128 x 8192 648.0 against 751.0, b32 x 2048 58.5 against 57.2;
+//   B2's wave (256 x 1024 / 1024, --kv-cache-dtype fp8) 10,867 / 10,838 output tok/s against
+//   10,755 / 10,738, alternated in one call.
+// So the ring of 2 only for an fp8 cache in an unsplit plan on a GPU below kFastDramGbps (or of
+// unknown rate, 0: what held before the H200 was measured). FOLIO_TC_RING (the launcher) and
+// DecodePlan::tc_ring_stages override it.
+#pragma once
+
+#include "backend/cuda/fast_dram.h"
+
+namespace folio::cuda {
+
+inline constexpr int kTcFp8RingStages = 2;
+
+// `max_partitions`: the plan's (1: unsplit); `peak_gbps`: DeviceInfo::peak_memory_gbps (0 when
+// unknown).
+constexpr int tc_ring_default(bool fp8_cache, int max_partitions, double peak_gbps) {
+  return fp8_cache && max_partitions == 1 && !fast_dram(peak_gbps) ? kTcFp8RingStages : 0;
+}
+
+}  // namespace folio::cuda
