@@ -30,23 +30,24 @@ int ring_from_env() {
 }
 
 // DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else
-// decode_tc_ring.h's default for this cache, plan and GPU.
-int ring_stages(const DecodePlan& plan, bool fp8) {
+// decode_tc_ring.h's default for this cache, plan and GPU (DRAM peak `peak_gbps`).
+int ring_stages(const DecodePlan& plan, bool fp8, double peak_gbps) {
   if (plan.tc_ring_stages >= 0) return plan.tc_ring_stages;
   if (const int env = ring_from_env(); env >= 0) return env;
-  return tc_ring_default(fp8, plan.max_partitions, current_device_peak_memory_gbps());
+  return tc_ring_default(fp8, plan.max_partitions, peak_gbps);
 }
 
-// V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU
-// (measured on the H100 and the H200), unless FOLIO_TC_L2_AHEAD=k (2..6 on every launch, 0 never)
-// or FOLIO_TC_L2_LINES (1 the line form, 0 the bulk form) say otherwise (read once).
-TcL2Prefetch l2_prefetch_for(int64_t grid_blocks) {
+// V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU (DRAM
+// peak `peak_gbps`; measured on the H100 and the H200), unless FOLIO_TC_L2_AHEAD=k (2..6 on every
+// launch, 0 never) or FOLIO_TC_L2_LINES (1 the line form, 0 the bulk form) say otherwise (read
+// once).
+TcL2Prefetch l2_prefetch_for(int64_t grid_blocks, double peak_gbps) {
   static const std::optional<int> steps_env = [] {  // set but outside 2..6: never
     const std::optional<int> v = env_int("FOLIO_TC_L2_AHEAD");
     return v && (*v < 2 || *v > 6) ? std::optional<int>(0) : v;
   }();
   static const std::optional<int> lines_env = env_int("FOLIO_TC_L2_LINES");
-  TcL2Prefetch p = tc_l2_prefetch_default(grid_blocks, current_device_peak_memory_gbps());
+  TcL2Prefetch p = tc_l2_prefetch_default(grid_blocks, peak_gbps);
   if (steps_env) p.steps = *steps_env;
   if (lines_env == 0 || lines_env == 1) p.lines = lines_env == 1;
   return p;
@@ -98,12 +99,13 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                          std::to_string(p.head_dim));
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
-    const TcL2Prefetch l2 =
-        l2_prefetch_for(int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs * a.max_partitions);
+    const double peak_gbps = current_device_peak_memory_gbps();  // both policies' input
+    const TcL2Prefetch l2 = l2_prefetch_for(
+        int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs * a.max_partitions, peak_gbps);
     a.l2_ahead = l2.steps;
     a.l2_lines = l2.lines ? 1 : 0;
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
-    const int stages = ring_stages(plan, fp8);
+    const int stages = ring_stages(plan, fp8, peak_gbps);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);
     return launch_tc<T, T>(a, p.num_seqs, stages, stream);
   });
