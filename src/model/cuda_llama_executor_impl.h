@@ -157,17 +157,18 @@ struct CudaLlamaExecutor::Impl {
   };
   bool kv_fp8() const { return kv.dtype == KvCacheDtype::kFp8E4m3; }
   // Decode-attention plans for this model and cache (the planner's default kernel depends on the
-  // cache's block size and dtype too: DecodeCacheFormat): over the step's lengths, or bounded by
-  // max_model_len (the CUDA-graph plans).
+  // cache's block size and dtype and the GPU's DRAM rate too: DecodeCacheFormat): over the step's
+  // lengths, or bounded by max_model_len (the CUDA-graph plans).
   Result<cuda::DecodePlan> plan_decode(std::span<const int32_t> lens) const {
-    return cuda::plan_decode_attention(lens, config.num_heads, config.num_kv_heads,
-                                       config.head_dim, info.num_sms, 0,
-                                       cuda::DecodeKernel::kDefault, {kv.block_size, kv_fp8()});
+    return cuda::plan_decode_attention(lens, config.num_heads, config.num_kv_heads, config.head_dim,
+                                       info.num_sms, 0, cuda::DecodeKernel::kDefault,
+                                       {kv.block_size, kv_fp8(), info.peak_memory_gbps});
   }
   Result<cuda::DecodePlan> plan_decode_bounded(int num_seqs) const {
-    return cuda::plan_decode_attention_bounded(
-        num_seqs, max_model_len, config.num_heads, config.num_kv_heads, config.head_dim,
-        info.num_sms, 0, cuda::DecodeKernel::kDefault, {kv.block_size, kv_fp8()});
+    return cuda::plan_decode_attention_bounded(num_seqs, max_model_len, config.num_heads,
+                                               config.num_kv_heads, config.head_dim, info.num_sms,
+                                               0, cuda::DecodeKernel::kDefault,
+                                               {kv.block_size, kv_fp8(), info.peak_memory_gbps});
   }
   bool split_mixed = false;
   std::vector<StepGroup> step_groups;   // the current step's

@@ -49,15 +49,18 @@ TEST(AttentionBench, K1Decode) {
   ASSERT_TRUE(kc8.ok() && vc8.ok());
   fill_random_fp8(kc8->data(), kc8->bytes(), rng);
   fill_random_fp8(vc8->data(), vc8->bytes(), rng);
-  // K1: both decode kernels on each shape with page 16 and page 1 (token mode); for v2 also two
+  // K1: both decode kernels on each shape (k1_shapes: the unless FOLIO_BENCH_K1_SHAPES)
+  // with page 16 and page 1, token mode (k1_pages, FOLIO_BENCH_K1_PAGES); for v2 also two
   // 16-byte vectors per lane instead of one (DecodePlan::lane_vectors), the CUDA-graph plan
   // (bounded by 16384 tokens: the blocks past each length return at once), and a sweep of
   // partition sizes around the planner's choice.
-  struct D {
-    int batch, ctx;
-  };
-  for (D c : {D{1, 8192}, D{32, 2048}, D{128, 2048}, D{128, 8192}}) {
-    for (int bs : {16, 1}) {
+  for (K1Shape c : k1_shapes()) {
+    for (int bs : k1_pages()) {
+      if (static_cast<size_t>(c.batch) * ((c.ctx + bs - 1) / bs) * bs > max_tokens) {
+        std::printf("K1 decode b%d L%d page %d: skipped (pages past the buffers)\n", c.batch, c.ctx,
+                    bs);
+        continue;
+      }
       Batch b = make_batch(c.batch, c.ctx, 1, bs, rng);
       auto p = params(b, bs, q->data(), kc->data(), vc->data(), out->data());
       const double bytes = 2.0 * c.batch * c.ctx * slot_bytes;
@@ -83,7 +86,8 @@ TEST(AttentionBench, K1Decode) {
       };
       {  // what the engine runs: the planner's own kernel and split for this page size
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
-                                          DecodeKernel::kDefault, DecodeCacheFormat{bs, false});
+                                          DecodeKernel::kDefault,
+                                          DecodeCacheFormat{bs, false, info->peak_memory_gbps});
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         const double us = time_plan(*plan);
         auto ws = DeviceBuffer::allocate(plan->workspace_bytes);

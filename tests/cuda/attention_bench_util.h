@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -45,6 +46,48 @@ inline bool k2_kernel_selected(PrefillKernel k) {
   key.append(prefill_kernel_name(k)).append(",");
   return k2_kernel_filter().empty() || k == PrefillKernel::kV1 ||
          k2_kernel_filter().find(key) != std::string::npos;
+}
+
+// K1's shapes (batch x context) and page sizes: the issue's by default; FOLIO_BENCH_K1_SHAPES=
+// "64x2048,96x2048" and FOLIO_BENCH_K1_PAGES="16,8,1" time others (each shape within the bench's
+// buffers: batch x context <= 128 x 8192 tokens, context <= 8192). Malformed lists fall back to
+// the defaults with a note on stderr.
+struct K1Shape {
+  int batch, ctx;
+};
+inline std::vector<K1Shape> k1_shapes() {
+  const std::vector<K1Shape> issue = {{1, 8192}, {32, 2048}, {128, 2048}, {128, 8192}};
+  const char* e = std::getenv("FOLIO_BENCH_K1_SHAPES");
+  if (e == nullptr || *e == '\0') return issue;
+  std::vector<K1Shape> out;
+  for (const char* c = e; *c != '\0';) {
+    int b = 0, l = 0, used = 0;
+    if (std::sscanf(c, "%dx%d%n", &b, &l, &used) != 2 || b < 1 || l < 1 || l > 8192 ||
+        int64_t{b} * l > int64_t{128} * 8192) {
+      std::fprintf(stderr, "FOLIO_BENCH_K1_SHAPES=%s: expected BxL,... within 128 x 8192\n", e);
+      return issue;
+    }
+    out.push_back({b, l});
+    c += used;
+    if (*c == ',') ++c;
+  }
+  return out;
+}
+inline std::vector<int> k1_pages() {
+  const char* e = std::getenv("FOLIO_BENCH_K1_PAGES");
+  if (e == nullptr || *e == '\0') return {16, 1};
+  std::vector<int> out;
+  for (const char* c = e; *c != '\0';) {
+    int bs = 0, used = 0;
+    if (std::sscanf(c, "%d%n", &bs, &used) != 1 || bs < 1 || bs > 256) {
+      std::fprintf(stderr, "FOLIO_BENCH_K1_PAGES=%s: expected page sizes 1..256\n", e);
+      return {16, 1};
+    }
+    out.push_back(bs);
+    c += used;
+    if (*c == ',') ++c;
+  }
+  return out;
 }
 
 // Fills a device buffer with random finite e4m3 codes (values in [-1, 1]), 16 MiB replicated.

@@ -1,19 +1,18 @@
 // The decode-attention planner (decode_attention.h), on the host: the shapes and partition sizes
 // it rejects, the kernel it picks from FOLIO_DECODE_KERNEL, bounded plans for CUDA graphs, and
 // where it refines partitions per sequence. The kernels' own tests: decode_attention_test.cc.
-#include "backend/cuda/decode_attention.h"
-
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/decode_attention.h"
 #include "backend/cuda/decode_tc_l2_ahead.h"
 #include "backend/cuda/decode_tc_ring.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/fast_dram.h"
 #include "cuda_test_util.h"
-
-#include <cstdlib>
-#include <string>
-#include <vector>
 
 namespace folio::cuda {
 namespace {
@@ -108,6 +107,30 @@ TEST(DecodeAttentionPlanTest, TokenModeTakesV2WhereUnsplit) {
   EXPECT_EQ(bounded->kernel, DecodeKernel::kTc);
 }
 
+// On fast DRAM (the H200) token mode keeps tc where tc's unsplit grid fits one resident wave
+// (2 blocks per SM): 32 sequences x 8 KV heads = 256 blocks on 132 SMs, not 48 x 8 = 384.
+TEST(DecodeAttentionPlanTest, TokenModeKeepsTcForOneWaveOnFastDram) {
+  unsetenv("FOLIO_DECODE_KERNEL");
+  const DecodeCacheFormat h200{1, false, 4800}, h100{1, false, 3352};
+  auto kernel_for = [](int seqs, int len, DecodeCacheFormat f) {
+    auto plan = plan_decode_attention(std::vector<int32_t>(seqs, len), 32, 8, 128, 132, 0,
+                                      DecodeKernel::kDefault, f);
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    EXPECT_EQ(plan->max_partitions, 1);
+    return plan->kernel;
+  };
+  EXPECT_EQ(kernel_for(32, 2048, h200), DecodeKernel::kTc);
+  EXPECT_EQ(kernel_for(33, 2048, h200), DecodeKernel::kTc);  // 264 blocks: still one wave
+  EXPECT_EQ(kernel_for(34, 2048, h200), DecodeKernel::kV2);
+  EXPECT_EQ(kernel_for(48, 2048, h200), DecodeKernel::kV2);
+  EXPECT_EQ(kernel_for(128, 8192, h200), DecodeKernel::kV2);
+  EXPECT_EQ(kernel_for(32, 2048, h100), DecodeKernel::kV2);  // slower DRAM: v2 as before
+  auto bounded =
+      plan_decode_attention_bounded(32, 4096, 32, 8, 128, 132, 0, DecodeKernel::kDefault, h200);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->kernel, DecodeKernel::kTc);
+}
+
 // A bounded plan depends only on (num_seqs, bound, shape, num_sms): the same for any lengths.
 TEST(DecodeAttentionPlanTest, BoundedPlanIgnoresLengths) {
   for (int seqs : {1, 32, 128}) {
@@ -186,16 +209,23 @@ TEST(DecodeTcL2AheadTest, DefaultByGridAndBandwidth) {
 }
 
 // tc's default form (decode_tc_ring.h): the ring of 2 only for an fp8 cache in an unsplit plan
-// below the fast-DRAM rate (the H100, or a GPU of unknown rate); registers otherwise.
-TEST(DecodeTcRingTest, DefaultByCachePlanAndBandwidth) {
+// below the fast-DRAM rate (the H100, or a GPU of unknown rate) or in token mode; registers
+// otherwise.
+TEST(DecodeTcRingTest, DefaultByCachePlanPageAndBandwidth) {
   constexpr double kH100 = 3352, kH200 = 4800;
-  EXPECT_EQ(tc_ring_default(true, 1, kH100), kTcFp8RingStages);
-  EXPECT_EQ(tc_ring_default(true, 1, 0), kTcFp8RingStages);
-  EXPECT_EQ(tc_ring_default(true, 32, kH100), 0);  // split: registers
-  EXPECT_EQ(tc_ring_default(false, 1, kH100), 0);  // 16-bit cache: registers
-  EXPECT_EQ(tc_ring_default(true, 1, kH200), 0);
-  EXPECT_EQ(tc_ring_default(true, 1, kFastDramGbps), 0);
-  EXPECT_EQ(tc_ring_default(false, 1, kH200), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 16, kH100), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 1, 16, 0), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 32, 16, kH100), 0);  // split: registers
+  EXPECT_EQ(tc_ring_default(false, 1, 16, kH100), 0);  // 16-bit cache: registers
+  EXPECT_EQ(tc_ring_default(true, 1, 16, kH200), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 32, kH200), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 16, kFastDramGbps), 0);
+  EXPECT_EQ(tc_ring_default(false, 1, 16, kH200), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 1, kH200), kTcFp8RingStages);  // token mode: the ring
+  EXPECT_EQ(tc_ring_default(true, 1, 8, kH200), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 8, kH100), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 32, 1, kH200), 0);  // split token mode: registers
+  EXPECT_EQ(tc_ring_default(false, 1, 1, kH200), 0);
 }
 
 // The rate the policy reads: the driver's clock and bus width give a datasheet-like figure.

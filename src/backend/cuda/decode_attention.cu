@@ -8,6 +8,7 @@
 
 #include "backend/cuda/decode_attention.h"
 #include "backend/cuda/decode_attention_impl.h"
+#include "backend/cuda/fast_dram.h"
 
 namespace folio::cuda {
 namespace {
@@ -132,14 +133,20 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
                         DecodeCacheFormat cache) {
   FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
   FOLIO_ASSIGN_OR_RETURN(const KernelChoice choice, resolve_kernel(kernel, head_dim));
-  // Token mode on a 16-bit cache: v2 where its plan is unsplit (DecodeCacheFormat says why).
-  // v2 is planned first, so the usual case plans once (tc and v2 validate partition sizes alike).
+  // Token mode on a 16-bit cache: v2 where its plan is unsplit, but on fast DRAM not where tc's
+  // unsplit grid fits one resident wave (DecodeCacheFormat says why). v2 is planned first, so
+  // the usual case plans once (tc and v2 validate partition sizes alike). v2's wave is the
+  // larger, so where v2 is unsplit tc is too.
   if (choice.by_planner && choice.kernel == DecodeKernel::kTc && cache.block_size == 1 &&
       !cache.fp8) {
-    FOLIO_ASSIGN_OR_RETURN(DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads,
-                                                   num_kv_heads, head_dim, num_sms,
-                                                   partition_size));
-    if (v2.max_partitions == 1) return v2;
+    FOLIO_ASSIGN_OR_RETURN(
+        DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads, num_kv_heads, head_dim,
+                                num_sms, partition_size));
+    const int64_t tc_blocks =
+        int64_t{num_seqs} * num_kv_heads * ((num_heads / num_kv_heads + 7) / 8);
+    const bool tc_one_wave =
+        fast_dram(cache.peak_memory_gbps) && tc_blocks <= int64_t{kTcBlocksPerSm} * num_sms;
+    if (v2.max_partitions == 1 && !tc_one_wave) return v2;
   }
   return plan_for(choice.kernel, num_seqs, len, num_heads, num_kv_heads, head_dim, num_sms,
                   partition_size);

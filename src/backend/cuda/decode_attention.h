@@ -45,15 +45,20 @@ enum class DecodeKernel {
   kTc,       // v2's pass with q·K^T and P·V on tensor cores; head_dim 128, 16- or 8-bit cache
 };
 
-// The cache a plan is for, where the default kernel depends on it. Token mode (block_size 1) on a
-// 16-bit cache: an unsplit plan takes v2, not tc. Each token's slot is a lookup of its own there,
-// which v2's lanes spread better than tc's chunk-ahead hand-out; on the H100 (NOTES.md, K1 session
-// 15) tc reached 84% of the copy rate at b32 x 2048 and 89% at b128 x 2048 against v2's 87% and
-// 94%. Split plans (few sequences, issue-bound) keep tc, which is faster there (b1 x 8192: 23.1
-// against 25.8 us); on pages of 16 tokens and on fp8 caches tc stays the default everywhere.
+// The cache a plan is for, and the GPU's DRAM rate, where the default kernel depends on them.
+// Token mode (block_size 1) on a 16-bit cache: an unsplit plan takes v2, not tc. Each token's
+// slot is a lookup of its own there, which v2's lanes spread better than tc's chunk-ahead
+// hand-out; on the H100 (NOTES.md, K1 session 15) tc reached 84% of the copy rate at b32 x 2048
+// and 89% at b128 x 2048 against v2's 87% and 94%. Split plans (few sequences, issue-bound) keep
+// tc, which is faster there (b1 x 8192: 23.1 against 25.8 us); on pages of 16 tokens and on fp8
+// caches tc stays the default everywhere. On fast DRAM (fast_dram.h: the H200) an unsplit grid
+// that fits one resident wave of tc's blocks keeps tc too: there (session 27) tc was 11% faster
+// at b32 x 2048 (85.4 against 95.7 us, 256 blocks on 264 slots) and v2 faster from b48 (122.5
+// against 138.8 us), once tc's grid needs a second, partial wave.
 struct DecodeCacheFormat {
   int block_size = 16;
   bool fp8 = false;
+  double peak_memory_gbps = 0;  // DeviceInfo::peak_memory_gbps; 0 unknown (the H100's choices)
 };
 
 struct DecodePlan {

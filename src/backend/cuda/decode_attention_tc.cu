@@ -30,11 +30,12 @@ int ring_from_env() {
 }
 
 // DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else
-// decode_tc_ring.h's default for this cache, plan and GPU (DRAM peak `peak_gbps`).
-int ring_stages(const DecodePlan& plan, bool fp8, double peak_gbps) {
+// decode_tc_ring.h's default for this cache (pages of `block_size` tokens), plan and GPU (DRAM
+// peak `peak_gbps`).
+int ring_stages(const DecodePlan& plan, bool fp8, int block_size, double peak_gbps) {
   if (plan.tc_ring_stages >= 0) return plan.tc_ring_stages;
   if (const int env = ring_from_env(); env >= 0) return env;
-  return tc_ring_default(fp8, plan.max_partitions, peak_gbps);
+  return tc_ring_default(fp8, plan.max_partitions, block_size, peak_gbps);
 }
 
 // V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU (DRAM
@@ -105,7 +106,7 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
     a.l2_ahead = l2.steps;
     a.l2_lines = l2.lines ? 1 : 0;
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
-    const int stages = ring_stages(plan, fp8, peak_gbps);
+    const int stages = ring_stages(plan, fp8, p.block_size, peak_gbps);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);
     return launch_tc<T, T>(a, p.num_seqs, stages, stream);
   });

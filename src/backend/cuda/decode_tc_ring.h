@@ -16,9 +16,15 @@
 //   against 197.1 with the ring, b128 x 8192 648.0 against 751.0, b32 x 2048 58.5 against 57.2;
 //   B2's wave (256 x 1024 / 1024, --kv-cache-dtype fp8) 10,867 / 10,838 output tok/s against
 //   10,755 / 10,738, alternated in one call.
-// So the ring of 2 only for an fp8 cache in an unsplit plan on a GPU below kFastDramGbps (or of
-// unknown rate, 0: what held before the H200 was measured). FOLIO_TC_RING (the launcher) and
-// DecodePlan::tc_ring_stages override it.
+// - Token mode (block_size 1) with an fp8 cache on the H200 (session 27): K1 mixed, the ring
+//   ahead at b128 x 8192 (749.5 us against 951.6 in registers) and b32 x 2048 (61.1 / 64.7),
+//   behind at b48-b96 x 2048 (79.8 / 74.3 at b48, 148.4 / 139.1 at b96), level at b128 x 2048;
+//   end to end B1 in token mode (--kv-cache-dtype fp8 --block-size 1) 57.97 req/s with the ring
+//   against 55.89 in registers (one run each). Not profiled. Pages of 8 tokens follow pages of
+//   16 (registers ahead from b48: b128 x 8192 688.7 against 739.1).
+// So the ring of 2 for an fp8 cache in an unsplit plan on a GPU below kFastDramGbps (or of
+// unknown rate, 0: what held before the H200 was measured), and in token mode on any GPU.
+// FOLIO_TC_RING (the launcher) and DecodePlan::tc_ring_stages override it.
 #pragma once
 
 #include "backend/cuda/fast_dram.h"
@@ -27,10 +33,12 @@ namespace folio::cuda {
 
 inline constexpr int kTcFp8RingStages = 2;
 
-// `max_partitions`: the plan's (1: unsplit); `peak_gbps`: DeviceInfo::peak_memory_gbps (0 when
-// unknown).
-constexpr int tc_ring_default(bool fp8_cache, int max_partitions, double peak_gbps) {
-  return fp8_cache && max_partitions == 1 && !fast_dram(peak_gbps) ? kTcFp8RingStages : 0;
+// `max_partitions`: the plan's (1: unsplit); `block_size`: tokens per cache page (1: token mode);
+// `peak_gbps`: DeviceInfo::peak_memory_gbps (0 when unknown).
+constexpr int tc_ring_default(bool fp8_cache, int max_partitions, int block_size,
+                              double peak_gbps) {
+  const bool registers_win = fast_dram(peak_gbps) && block_size > 1;
+  return fp8_cache && max_partitions == 1 && !registers_win ? kTcFp8RingStages : 0;
 }
 
 }  // namespace folio::cuda
