@@ -161,16 +161,20 @@ TEST(AttentionBench, K1Decode) {
             bytes8 / us_q / 1e6, 100.0 * bytes8 / us_q / 1e6 / copy_q_tbps, plan->partition_size,
             plan->max_partitions);
       }
-      for (bool fp8 : {false, true}) {  // the tensor-core kernel, the planner's split and 2x / 0.5x
+      // The tensor-core kernel, the planner's split (for this cache: tc's wave split counts fp8's
+      // 3 blocks per SM) and 2x / 0.5x.
+      for (bool fp8 : {false, true}) {
         const PagedAttentionParams& pt = fp8 ? p8 : p;
         const double tb = fp8 ? bytes / 2 : bytes;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
-                                          DecodeKernel::kTc);
+                                          DecodeKernel::kTc,
+                                          DecodeCacheFormat{bs, fp8, info->peak_memory_gbps});
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         for (int ps : {plan->partition_size, plan->partition_size * 2, plan->partition_size / 2}) {
           if (ps < 64 || ps > 16384 || (ps != plan->partition_size && ps >= 2 * c.ctx)) continue;
           auto sp = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, ps,
-                                          DecodeKernel::kTc);
+                                          DecodeKernel::kTc,
+                                          DecodeCacheFormat{bs, fp8, info->peak_memory_gbps});
           ASSERT_TRUE(sp.ok()) << sp.status().to_string();
           auto ws = DeviceBuffer::allocate(sp->workspace_bytes);
           ASSERT_TRUE(ws.ok());
@@ -191,7 +195,8 @@ TEST(AttentionBench, K1Decode) {
       }
       for (bool fp8 : {false, true}) {  // tc's two forms: K/V waiting in registers or a ring
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
-                                          DecodeKernel::kTc);
+                                          DecodeKernel::kTc,
+                                          DecodeCacheFormat{bs, fp8, info->peak_memory_gbps});
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
         ASSERT_TRUE(ws.ok());

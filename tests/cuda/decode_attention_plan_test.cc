@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/decode_attention.h"
@@ -237,6 +238,46 @@ TEST(DecodeTcL2AheadTest, PeakMemoryRateOfThisGpu) {
   EXPECT_LT(info->peak_memory_gbps, 20000) << info->name;
   FOLIO_ASSERT_OK(set_device(0));
   EXPECT_EQ(current_device_peak_memory_gbps(), info->peak_memory_gbps);
+}
+
+// tc's wave split (decode_attention.cu): a grid just past whole resident waves (132 SMs, 2 blocks
+// per SM for a 16-bit cache, 3 for fp8) halves its partitions once where that takes fewer
+// wave-equivalents, leaves partitions of at least 1024 tokens and splits nearly every sequence;
+// graph plans never do.
+TEST(DecodeAttentionPlanTest, TcWaveSplitEvensAPartialLastWave) {
+  unsetenv("FOLIO_DECODE_KERNEL");
+  auto plan_of = [](int seqs, int len, bool fp8) {
+    auto plan = plan_decode_attention(std::vector<int32_t>(seqs, len), 32, 8, 128, 132, 0,
+                                      DecodeKernel::kTc, DecodeCacheFormat{16, fp8});
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    return std::pair(plan->partition_size, plan->max_partitions);
+  };
+  using P = std::pair<int, int>;
+  EXPECT_EQ(plan_of(33, 2048, false), P(2048, 1));  // 264 blocks: one whole wave
+  EXPECT_EQ(plan_of(36, 2048, false), P(1024, 2));  // 288 blocks: 2 waves -> 3 half waves
+  EXPECT_EQ(plan_of(48, 2048, false), P(1024, 2));  // 384
+  EXPECT_EQ(plan_of(52, 2048, false), P(2048, 1));  // 416: 2 waves either way
+  EXPECT_EQ(plan_of(64, 2048, false), P(2048, 1));
+  EXPECT_EQ(plan_of(40, 8192, false), P(4096, 2));
+  EXPECT_EQ(plan_of(48, 1024, false), P(1024, 1));  // partitions of 512: too short
+  EXPECT_EQ(plan_of(48, 2048, true), P(2048, 1));   // fp8: 384 of 396 slots, one wave
+  EXPECT_EQ(plan_of(52, 2048, true), P(1024, 2));
+  EXPECT_EQ(plan_of(96, 2048, true), P(2048, 1));  // 768: 2 waves either way
+  // Only where nearly every sequence splits (7/8 of the blocks): 40 sequences, 4 short, split;
+  // 6 short, not.
+  std::vector<int32_t> mixed(40, 2000);
+  for (int i = 0; i < 4; ++i) mixed[i] = 200;
+  auto plan = plan_decode_attention(mixed, 32, 8, 128, 132, 0, DecodeKernel::kTc);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->partition_size, 1024);
+  for (int i = 0; i < 6; ++i) mixed[i] = 200;
+  plan = plan_decode_attention(mixed, 32, 8, 128, 132, 0, DecodeKernel::kTc);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->partition_size, 2048);
+  // The CUDA-graph plan knows only the bound: no wave split.
+  auto bounded = plan_decode_attention_bounded(36, 2048, 32, 8, 128, 132, 0, DecodeKernel::kTc);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->max_partitions, 1);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@ constexpr int kMinAutoPartition = 64;   // below this, block setup outweighs the
 constexpr int kV1BlocksPerSm = 2;       // v1: split until the grid has this many blocks per SM
 constexpr int kV2BlocksPerSm = 3;       // v2: resident blocks per SM (registers: 3 or 4)
 constexpr int kTcBlocksPerSm = 2;       // tc: resident blocks per SM (launch bounds)
+constexpr int kTcFp8BlocksPerSm = 3;    // tc over an fp8 cache (every form)
+constexpr int kMinWaveSplit = 1024;     // tc's wave split keeps partitions at least this long
 
 bool v1_supports(int head_dim) {
   return head_dim == 64 || head_dim == 128;
@@ -57,6 +59,14 @@ Result<KernelChoice> resolve_kernel(DecodeKernel kernel, int head_dim) {
   return invalid_argument("FOLIO_DECODE_KERNEL=" + v + " (expected v1, v2 or tc)");
 }
 
+bool wave_split_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("FOLIO_TC_WAVE_SPLIT");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+
 bool refine_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("FOLIO_DECODE_REFINE");
@@ -65,11 +75,12 @@ bool refine_enabled() {
   return on;
 }
 
-// Plans kernel k (resolved) for `num_seqs` sequences whose lengths `len(i)` are known (or
-// bounded) on the host.
+// Plans kernel k (resolved) for `num_seqs` sequences whose lengths `len(i)` are known (`exact`)
+// or bounded on the host, over an fp8 cache or not.
 template <typename LenFn>
 Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_heads,
-                            int num_kv_heads, int head_dim, int num_sms, int partition_size) {
+                            int num_kv_heads, int head_dim, int num_sms, int partition_size,
+                            bool exact, bool fp8) {
   const int max_p = k == DecodeKernel::kV1 ? kV1MaxPartition : kV2MaxPartition;
   if (partition_size != 0 && (partition_size < kMinPartition || partition_size > max_p ||
                               (partition_size & (partition_size - 1)) != 0))
@@ -105,6 +116,25 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
       // short blocks costs more than longer blocks (each keeps 3 iterations of loads in flight).
       // Large batches fill the GPU unsplit and skip the merge.
       while (p > kMinAutoPartition && (p / 2 >= max_len || blocks(p / 2) <= wave)) p /= 2;
+      // The wave split (tc, lengths known): a grid just past whole resident waves ends in a
+      // partial wave of full-length blocks, which costs nearly a whole block time. Halving the
+      // partitions once, where that needs fewer wave-equivalents (waves of half-length blocks
+      // counted as half), evens the tail out for a merge. On the H200 (session 27, K1 page 16,
+      // 2048 tokens) 16-bit b36-b48 (1.1-1.5 waves of 2 blocks per SM) ran 6-13% faster split,
+      // b40 x 8192 18%; b52-b64 and b96 (1.6-2.9 waves) and 1024-token contexts (partitions of
+      // 512) were slower split. fp8 (3 blocks per SM): b52-b64 10-14% faster. The wave count
+      // stands for time only where the blocks are alike, so only where nearly every sequence
+      // would split (at least 7/8 of the blocks: lengths within a factor of 2): B1's mixed
+      // steps, whose lengths vary widely, split most of their long sequences under the plain
+      // count and lost 1% (55.56 / 55.83 req/s against 56.18 / 56.33). Graph plans (bounds, not
+      // lengths) do not split so.
+      if (k == DecodeKernel::kTc && exact && wave_split_enabled() && p / 2 >= kMinWaveSplit) {
+        const int64_t resident = int64_t{fp8 ? kTcFp8BlocksPerSm : kTcBlocksPerSm} * num_sms;
+        auto waves = [&](int64_t b) { return (b + resident - 1) / resident; };
+        const int64_t whole = blocks(p), halved = blocks(p / 2);
+        const bool alike = 8 * (halved - whole) >= 7 * whole;
+        if (alike && whole > resident && waves(halved) < 2 * waves(whole)) p /= 2;
+      }
     }
   }
   const int64_t max_parts = std::max<int64_t>(1, (static_cast<int64_t>(max_len) + p - 1) / p);
@@ -130,7 +160,7 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
 template <typename LenFn>
 Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads, int head_dim,
                         int num_sms, int partition_size, DecodeKernel kernel,
-                        DecodeCacheFormat cache) {
+                        DecodeCacheFormat cache, bool exact) {
   FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
   FOLIO_ASSIGN_OR_RETURN(const KernelChoice choice, resolve_kernel(kernel, head_dim));
   // Token mode on a 16-bit cache: v2 where its plan is unsplit, but on fast DRAM not where tc's
@@ -141,7 +171,7 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
       !cache.fp8) {
     FOLIO_ASSIGN_OR_RETURN(
         DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads, num_kv_heads, head_dim,
-                                num_sms, partition_size));
+                                num_sms, partition_size, exact, cache.fp8));
     const int64_t tc_blocks =
         int64_t{num_seqs} * num_kv_heads * ((num_heads / num_kv_heads + 7) / 8);
     const bool tc_one_wave =
@@ -149,7 +179,7 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
     if (v2.max_partitions == 1 && !tc_one_wave) return v2;
   }
   return plan_for(choice.kernel, num_seqs, len, num_heads, num_kv_heads, head_dim, num_sms,
-                  partition_size);
+                  partition_size, exact, cache.fp8);
 }
 
 bool aligned16(const void* ptr) {
@@ -164,7 +194,7 @@ Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, 
                                          DecodeCacheFormat cache) {
   return plan(
       static_cast<int>(context_lens.size()), [&](int s) { return context_lens[s]; }, num_heads,
-      num_kv_heads, head_dim, num_sms, partition_size, kernel, cache);
+      num_kv_heads, head_dim, num_sms, partition_size, kernel, cache, /*exact=*/true);
 }
 
 Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_len, int num_heads,
@@ -173,7 +203,7 @@ Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_l
                                                  DecodeCacheFormat cache) {
   return plan(
       num_seqs, [&](int) { return max_context_len; }, num_heads, num_kv_heads, head_dim, num_sms,
-      partition_size, kernel, cache);
+      partition_size, kernel, cache, /*exact=*/false);
 }
 
 bool decode_fuses_qkv_post(const DecodePlan& plan) {

@@ -113,7 +113,8 @@ Result<DecodePlan> plan_decode_attention(std::span<const int32_t> context_lens, 
 
 // The CUDA-graph plan: sized for num_seqs sequences of up to max_context_len tokens each (for
 // example max_model_len), whatever their lengths at run time; see the contract above. The split
-// is the one plan_decode_attention would pick if every sequence had max_context_len tokens, so a
+// is the one plan_decode_attention would pick if every sequence had max_context_len tokens (less
+// tc's wave split, which needs the real lengths), so a
 // step whose real lengths are much shorter launches blocks that return at once (cheap, but a
 // tighter bound, e.g. one graph per length bucket, gives a better split).
 Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_len, int num_heads,
