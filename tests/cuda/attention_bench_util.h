@@ -48,46 +48,54 @@ inline bool k2_kernel_selected(PrefillKernel k) {
          k2_kernel_filter().find(key) != std::string::npos;
 }
 
+// The comma-separated items of environment variable `var`, each read by `parse(item, out)`
+// (false: malformed). `fallback` when the variable is unset or empty, or (with a note on stderr
+// saying what was `expected`) when an item is malformed.
+template <typename T, typename Parse>
+std::vector<T> env_list(const char* var, const char* expected, std::vector<T> fallback,
+                        Parse parse) {
+  const char* e = std::getenv(var);
+  if (e == nullptr || *e == '\0') return fallback;
+  std::vector<T> out;
+  std::string list(e);
+  for (size_t at = 0; at <= list.size();) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    T item{};
+    if (!parse(list.substr(at, end - at), item)) {
+      std::fprintf(stderr, "%s=%s: expected %s\n", var, e, expected);
+      return fallback;
+    }
+    out.push_back(item);
+    at = end + 1;
+  }
+  return out;
+}
+
 // K1's shapes (batch x context) and page sizes: the issue's by default; FOLIO_BENCH_K1_SHAPES=
 // "64x2048,96x2048" and FOLIO_BENCH_K1_PAGES="16,8,1" time others (each shape within the bench's
-// buffers: batch x context <= 128 x 8192 tokens, context <= 8192). Malformed lists fall back to
-// the defaults with a note on stderr.
+// buffers: batch x context <= 128 x 8192 tokens, context <= 8192).
 struct K1Shape {
   int batch, ctx;
 };
 inline std::vector<K1Shape> k1_shapes() {
-  const std::vector<K1Shape> issue = {{1, 8192}, {32, 2048}, {128, 2048}, {128, 8192}};
-  const char* e = std::getenv("FOLIO_BENCH_K1_SHAPES");
-  if (e == nullptr || *e == '\0') return issue;
-  std::vector<K1Shape> out;
-  for (const char* c = e; *c != '\0';) {
-    int b = 0, l = 0, used = 0;
-    if (std::sscanf(c, "%dx%d%n", &b, &l, &used) != 2 || b < 1 || l < 1 || l > 8192 ||
-        int64_t{b} * l > int64_t{128} * 8192) {
-      std::fprintf(stderr, "FOLIO_BENCH_K1_SHAPES=%s: expected BxL,... within 128 x 8192\n", e);
-      return issue;
-    }
-    out.push_back({b, l});
-    c += used;
-    if (*c == ',') ++c;
-  }
-  return out;
+  return env_list<K1Shape>("FOLIO_BENCH_K1_SHAPES", "BxL,... within 128 x 8192",
+                           {{1, 8192}, {32, 2048}, {128, 2048}, {128, 8192}},
+                           [](const std::string& item, K1Shape& c) {
+                             int used = 0;
+                             return std::sscanf(item.c_str(), "%dx%d%n", &c.batch, &c.ctx,
+                                                &used) == 2 &&
+                                    used == static_cast<int>(item.size()) && c.batch >= 1 &&
+                                    c.ctx >= 1 && c.ctx <= 8192 &&
+                                    int64_t{c.batch} * c.ctx <= int64_t{128} * 8192;
+                           });
 }
 inline std::vector<int> k1_pages() {
-  const char* e = std::getenv("FOLIO_BENCH_K1_PAGES");
-  if (e == nullptr || *e == '\0') return {16, 1};
-  std::vector<int> out;
-  for (const char* c = e; *c != '\0';) {
-    int bs = 0, used = 0;
-    if (std::sscanf(c, "%d%n", &bs, &used) != 1 || bs < 1 || bs > 256) {
-      std::fprintf(stderr, "FOLIO_BENCH_K1_PAGES=%s: expected page sizes 1..256\n", e);
-      return {16, 1};
-    }
-    out.push_back(bs);
-    c += used;
-    if (*c == ',') ++c;
-  }
-  return out;
+  return env_list<int>("FOLIO_BENCH_K1_PAGES", "page sizes 1..256", {16, 1},
+                       [](const std::string& item, int& bs) {
+                         int used = 0;
+                         return std::sscanf(item.c_str(), "%d%n", &bs, &used) == 1 &&
+                                used == static_cast<int>(item.size()) && bs >= 1 && bs <= 256;
+                       });
 }
 
 // Fills a device buffer with random finite e4m3 codes (values in [-1, 1]), 16 MiB replicated.

@@ -23,6 +23,16 @@ constexpr int kTcBlocksPerSm = 2;       // tc: resident blocks per SM (launch bo
 constexpr int kTcFp8BlocksPerSm = 3;    // tc over an fp8 cache (every form)
 constexpr int kMinWaveSplit = 1024;     // tc's wave split keeps partitions at least this long
 
+// Blocks per KV head of a decode grid: decode_head_chunk (and tc) cap a block at 8 q heads.
+int head_chunks(int num_heads, int num_kv_heads) {
+  return (num_heads / num_kv_heads + 7) / 8;
+}
+
+// tc's resident blocks on the GPU: its launch bounds' blocks per SM times the SMs.
+int64_t tc_resident_blocks(int num_sms, bool fp8) {
+  return int64_t{fp8 ? kTcFp8BlocksPerSm : kTcBlocksPerSm} * num_sms;
+}
+
 bool v1_supports(int head_dim) {
   return head_dim == 64 || head_dim == 128;
 }
@@ -87,8 +97,7 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
     return invalid_argument("decode plan: partition_size " + std::to_string(partition_size) +
                             " is not a power of two in [32, " + std::to_string(max_p) + "]");
   if (num_seqs < 0) return invalid_argument("decode plan: negative num_seqs");
-  const int group = num_heads / num_kv_heads;
-  const int chunks = (group + 7) / 8;  // decode_head_chunk (and tc) cap a block at 8 q heads
+  const int chunks = head_chunks(num_heads, num_kv_heads);
   int max_len = 0;
   for (int s = 0; s < num_seqs; ++s) {
     if (len(s) < 0) return invalid_argument("decode plan: negative context length");
@@ -129,7 +138,7 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
       // count and lost 1% (55.56 / 55.83 req/s against 56.18 / 56.33). Graph plans (bounds, not
       // lengths) do not split so.
       if (k == DecodeKernel::kTc && exact && wave_split_enabled() && p / 2 >= kMinWaveSplit) {
-        const int64_t resident = int64_t{fp8 ? kTcFp8BlocksPerSm : kTcBlocksPerSm} * num_sms;
+        const int64_t resident = tc_resident_blocks(num_sms, fp8);
         auto waves = [&](int64_t b) { return (b + resident - 1) / resident; };
         const int64_t whole = blocks(p), halved = blocks(p / 2);
         const bool alike = 8 * (halved - whole) >= 7 * whole;
@@ -173,9 +182,9 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
         DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads, num_kv_heads, head_dim,
                                 num_sms, partition_size, exact, cache.fp8));
     const int64_t tc_blocks =
-        int64_t{num_seqs} * num_kv_heads * ((num_heads / num_kv_heads + 7) / 8);
+        int64_t{num_seqs} * num_kv_heads * head_chunks(num_heads, num_kv_heads);
     const bool tc_one_wave =
-        fast_dram(cache.peak_memory_gbps) && tc_blocks <= int64_t{kTcBlocksPerSm} * num_sms;
+        fast_dram(cache.peak_memory_gbps) && tc_blocks <= tc_resident_blocks(num_sms, false);
     if (v2.max_partitions == 1 && !tc_one_wave) return v2;
   }
   return plan_for(choice.kernel, num_seqs, len, num_heads, num_kv_heads, head_dim, num_sms,
