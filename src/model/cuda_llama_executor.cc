@@ -174,6 +174,7 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   p.context_lens = d.context_lens;
   p.block_table_start = d.block_table_start;
   p.block_table = d.block_table;
+  p.step_partition = d.step_partition;
   if (qkv_in_attention) {
     p.qkv_post.qkv = qkv.data();
     p.qkv_post.bias = w.qkv_bias;

@@ -42,6 +42,7 @@ struct StepArrays {
   const int32_t* block_table_start = nullptr;
   const int32_t* block_table = nullptr;
   const int32_t* logits_rows = nullptr;
+  const int32_t* step_partition = nullptr;  // graph steps: PagedAttentionParams's (one int)
 };
 
 // What a step returns: the raw logits of some rows to the host, and/or tokens sampled on the
@@ -136,8 +137,10 @@ struct CudaLlamaExecutor::Impl {
   // uses plans bounded by max_model_len with graph_workspace, so nothing a graph points to moves.
   bool graphs_enabled = false;
   int max_model_len = 0;
-  std::vector<int> graph_buckets;          // ascending batch sizes
-  std::vector<cuda::CudaGraph> graphs;     // by bucket index; invalid until captured
+  std::vector<int> graph_buckets;  // ascending batch sizes
+  // By 2 x bucket index, + 1 for the plan with DecodePlan::step_split (taken on steps that
+  // split); invalid until captured.
+  std::vector<cuda::CudaGraph> graphs;
   std::vector<uint8_t> graph_warm;         // by bucket index: ran eagerly once
   cuda::DeviceBuffer graph_in, graph_workspace;
   cuda::PinnedHostBuffer graph_host;
@@ -159,16 +162,18 @@ struct CudaLlamaExecutor::Impl {
   // Decode-attention plans for this model and cache (the planner's default kernel depends on the
   // cache's block size and dtype and the GPU's DRAM rate too: DecodeCacheFormat): over the step's
   // lengths, or bounded by max_model_len (the CUDA-graph plans).
+  cuda::DecodeCacheFormat decode_cache_format() const {
+    return {kv.block_size, kv_fp8(), info.peak_memory_gbps};
+  }
   Result<cuda::DecodePlan> plan_decode(std::span<const int32_t> lens) const {
     return cuda::plan_decode_attention(lens, config.num_heads, config.num_kv_heads, config.head_dim,
                                        info.num_sms, 0, cuda::DecodeKernel::kDefault,
-                                       {kv.block_size, kv_fp8(), info.peak_memory_gbps});
+                                       decode_cache_format());
   }
   Result<cuda::DecodePlan> plan_decode_bounded(int num_seqs) const {
-    return cuda::plan_decode_attention_bounded(num_seqs, max_model_len, config.num_heads,
-                                               config.num_kv_heads, config.head_dim, info.num_sms,
-                                               0, cuda::DecodeKernel::kDefault,
-                                               {kv.block_size, kv_fp8(), info.peak_memory_gbps});
+    return cuda::plan_decode_attention_bounded(
+        num_seqs, max_model_len, config.num_heads, config.num_kv_heads, config.head_dim,
+        info.num_sms, 0, cuda::DecodeKernel::kDefault, decode_cache_format());
   }
   bool split_mixed = false;
   std::vector<StepGroup> step_groups;   // the current step's

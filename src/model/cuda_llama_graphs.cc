@@ -8,7 +8,9 @@
 // What a graph bakes in, and why it stays valid: kernel arguments are pointers and sizes. Sizes
 // depend only on B; pointers are the weights, the KV cache, the activations (sized once at
 // creation; if they ever grow, every graph is dropped), graph_in (the step arrays, at offsets
-// fixed per B) and graph_workspace (sized for the bounded attention plan of every bucket). The
+// fixed per B, with the attention's partition size for the step under DecodePlan::step_split:
+// such a bucket has a second graph, of the plan without it, for steps that do not split)
+// and graph_workspace (sized for the bounded attention plan of every bucket). The
 // attention plan is bounded by max_model_len, so it does not depend on the step's lengths
 // (decode_attention.h), and the GEMM plans for m = B exist from the bucket's first, eager step.
 #include <algorithm>
@@ -25,7 +27,7 @@ size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 // Offsets of the step arrays of a graph step of B sequences in graph_in (and graph_host).
 struct GraphLayout {
   size_t token_ids, positions, slot_mapping, query_start, context_lens, block_table_start,
-      logits_rows, block_table, total;
+      logits_rows, step_partition, block_table, total;
   GraphLayout(int B, int64_t table_capacity) {
     size_t o = 0;
     auto take = [&](size_t bytes) {
@@ -40,6 +42,7 @@ struct GraphLayout {
     context_lens = take(4 * B);
     block_table_start = take(4 * (B + 1));
     logits_rows = take(4 * B);
+    step_partition = take(4);
     block_table = take(4 * table_capacity);
     total = o;
   }
@@ -66,7 +69,7 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
   const int max_batch = std::min(options.max_num_seqs, act_tokens);
   graph_buckets = buckets_up_to(max_batch);
   graphs.clear();
-  graphs.resize(graph_buckets.size());
+  graphs.resize(2 * graph_buckets.size());
   graph_warm.assign(graph_buckets.size(), 0);
   const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
   const GraphLayout largest(graph_buckets.back(), blocks_per_seq * graph_buckets.back());
@@ -114,6 +117,15 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   put(L.block_table_start, b.block_table_start, B - S, b.block_table_start.back());
   put(L.logits_rows, b.logits_rows, 0, int32_t{0});
   put(L.block_table, b.block_table, 0, int32_t{0});
+  // The attention's split for this step's lengths where the bucket's plan leaves it to the step
+  // (DecodePlan::step_split; the sequences of the padding are not counted). A step that does not
+  // split runs the bucket's other graph, captured from the plan without the split, so it pays
+  // neither the merge launch nor the second partitions' idle blocks.
+  FOLIO_ASSIGN_OR_RETURN(auto plan, plan_decode_bounded(B));
+  const int32_t step_partition =
+      cuda::decode_step_partition(plan, b.context_lens, info.num_sms, decode_cache_format());
+  if (step_partition == 0) plan = cuda::without_step_split(plan);
+  std::memcpy(h + L.step_partition, &step_partition, 4);
   const size_t bytes = L.block_table + b.block_table.size() * 4;
   FOLIO_RETURN_IF_ERROR(cuda::copy_async(graph_in.data(), graph_host.data(), bytes, nullptr));
   const auto* base = static_cast<const std::byte*>(graph_in.data());
@@ -127,9 +139,10 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   d.block_table_start = i32(L.block_table_start);
   d.block_table = i32(L.block_table);
   d.logits_rows = i32(L.logits_rows);
-  FOLIO_ASSIGN_OR_RETURN(auto plan, plan_decode_bounded(B));
-  const size_t k = static_cast<size_t>(std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) -
-                                       graph_buckets.begin());
+  d.step_partition = i32(L.step_partition);
+  const size_t k = static_cast<size_t>(
+      std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) - graph_buckets.begin());
+  const size_t g_index = 2 * k + (plan.step_split ? 1 : 0);  // graphs: 2 per bucket
   const StepShape shape{B, B};
   if (timer) timer->begin_step(nullptr);
   if (!graph_warm[k]) {
@@ -138,7 +151,7 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
     graph_warm[k] = 1;
     ++eager_decode_steps;
   } else {
-    if (!graphs[k].valid()) {
+    if (!graphs[g_index].valid()) {
       auto g = cuda::CudaGraph::capture([&](void* s) {
         stream = s;
         Status st = run_layers(shape, d, cache, &plan, nullptr, graph_workspace.data());
@@ -148,9 +161,9 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
       if (!g.ok())
         return Status(g.status().code(), "capturing the decode graph of batch " +
                                              std::to_string(B) + ": " + g.status().message());
-      graphs[k] = std::move(*g);
+      graphs[g_index] = std::move(*g);
     }
-    FOLIO_RETURN_IF_ERROR(graphs[k].launch(nullptr));
+    FOLIO_RETURN_IF_ERROR(graphs[g_index].launch(nullptr));
     mark("decode_graph");
     ++graph_steps;
   }

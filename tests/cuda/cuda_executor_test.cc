@@ -10,6 +10,8 @@
 #include <memory>
 #include <random>
 
+#include "backend/cuda/decode_attention.h"
+#include "backend/cuda/device_memory.h"
 #include "cuda_test_util.h"
 #include "model/cpu_llama_executor.h"
 #include "model/cuda_llama_executor.h"
@@ -39,6 +41,7 @@ class TwinRunner {
   }
   void append_token(int id, int vocab) { seqs_[id].tokens.push_back(static_cast<int32_t>(rng_() % vocab)); }
   int pending(int id) const { return static_cast<int>(seqs_[id].tokens.size()) - seqs_[id].computed; }
+  int computed(int id) const { return seqs_[id].computed; }
 
   // One step: (sequence, new tokens) pairs; logits for each sequence's last new token, and for
   // every new token of `all_rows_seq`. Returns the relative error between the two executors.
@@ -279,6 +282,71 @@ TEST(CudaDecodeMlp, BatchOneDecodeStepsGiveTheSameLogits) {
 TEST(CudaSkinnyFlow, BatchOneDecodeStepsGiveTheSameLogits) {
   FOLIO_REQUIRE_GPU();
   expect_same_batch_one_logits("FOLIO_SKINNY_FLOW");
+}
+
+// tc's wave split inside CUDA graphs (DecodePlan::step_split): a bucket just past one resident
+// wave keeps two graphs, split and unsplit, and each step's lengths pick one. 36 sequences (bucket
+// 40) of 8 kv heads make 288 tc blocks, past one wave of 2 x 132 SMs: decode steps over 36 long
+// contexts split, steps where 6 of them are short do not. Graph replays against eager steps
+// (which split by the same planner): the logits agree on both kinds of step.
+TEST(CudaGraphWaveSplit, SplitAndUnsplitStepsMatchEagerSteps) {
+  FOLIO_REQUIRE_GPU();
+  unsetenv("FOLIO_DECODE_KERNEL");
+  TinyModelSpec s = spec("LlamaForCausalLM", 8, 8, 128, false);
+  const std::string dir = testing::write_tiny_checkpoint(s);
+  auto config = ModelConfig::load(dir);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  auto ck = Checkpoint::open(dir);
+  ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+  auto info = cuda::device_info();
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  const cuda::DecodeCacheFormat cache{16, false, info->peak_memory_gbps};
+  const int long_len = 2100, num_long = 36, num_short = 6;
+  CudaExecutorOptions o;
+  o.block_size = 16;
+  o.num_blocks = (num_long * (long_len + 16) + num_short * 128) / 16 + 16;
+  o.max_num_batched_tokens = 8192;
+  o.max_model_len = 4096;
+  auto graph_plan = cuda::plan_decode_attention_bounded(40, o.max_model_len, 8, 8, 128,
+                                                        info->num_sms, 0,
+                                                        cuda::DecodeKernel::kDefault, cache);
+  ASSERT_TRUE(graph_plan.ok()) << graph_plan.status().to_string();
+  if (!graph_plan->step_split) GTEST_SKIP() << "bucket 40 is not just past one wave on this GPU";
+  auto graphs = CudaLlamaExecutor::create(*config, &*ck, o);
+  o.cuda_graphs = false;
+  auto eager = CudaLlamaExecutor::create(*config, &*ck, o);
+  ASSERT_TRUE(graphs.ok()) << graphs.status().to_string();
+  ASSERT_TRUE(eager.ok()) << eager.status().to_string();
+  const int V = config->vocab_size;
+  TwinRunner r(**graphs, **eager, o.block_size, o.num_blocks, 11);
+  std::vector<int> all_long, mixed;
+  for (int i = 0; i < num_long; i += 3) {  // prefill, 3 prompts a step
+    std::vector<std::pair<int, int>> work;
+    for (int j = i; j < i + 3; ++j) work.push_back({r.add(long_len, V), long_len});
+    EXPECT_LT(r.step(work), 2e-2) << "prefill " << i;
+    for (auto [id, n] : work) all_long.push_back(id);
+  }
+  mixed.assign(all_long.begin(), all_long.begin() + (num_long - num_short));
+  std::vector<std::pair<int, int>> short_work;
+  for (int i = 0; i < num_short; ++i) short_work.push_back({r.add(100, V), 100});
+  EXPECT_LT(r.step(short_work), 2e-2) << "short prefill";
+  for (auto [id, n] : short_work) mixed.push_back(id);
+  // Which graph each kind of step takes: the split size of its lengths (0: unsplit).
+  auto lens_of = [&](const std::vector<int>& ids) {
+    std::vector<int32_t> lens;
+    for (int id : ids) lens.push_back(static_cast<int32_t>(r.pending(id) + r.computed(id)));
+    return lens;
+  };
+  for (int step = 0; step < 6; ++step) {
+    const std::vector<int>& ids = step % 2 == 0 ? all_long : mixed;
+    for (int id : ids) r.append_token(id, V);
+    const int split = cuda::decode_step_partition(*graph_plan, lens_of(ids), info->num_sms, cache);
+    EXPECT_EQ(split > 0, step % 2 == 0) << "step " << step << " split " << split;
+    std::vector<std::pair<int, int>> work;
+    for (int id : ids) work.push_back({id, 1});
+    EXPECT_LT(r.step(work), 2e-2) << "decode step " << step << " (split " << split << ")";
+  }
+  EXPECT_GE((*graphs)->graph_steps(), 4) << "both graphs of bucket 40 should have replayed";
 }
 
 }  // namespace

@@ -243,7 +243,7 @@ TEST(DecodeTcL2AheadTest, PeakMemoryRateOfThisGpu) {
 // tc's wave split (decode_attention.cu): a grid just past whole resident waves (132 SMs, 2 blocks
 // per SM for a 16-bit cache, 3 for fp8) halves its partitions once where that takes fewer
 // wave-equivalents, leaves partitions of at least 1024 tokens and splits nearly every sequence;
-// graph plans never do.
+// graph plans leave it to each step.
 TEST(DecodeAttentionPlanTest, TcWaveSplitEvensAPartialLastWave) {
   unsetenv("FOLIO_DECODE_KERNEL");
   auto plan_of = [](int seqs, int len, bool fp8) {
@@ -274,10 +274,49 @@ TEST(DecodeAttentionPlanTest, TcWaveSplitEvensAPartialLastWave) {
   plan = plan_decode_attention(mixed, 32, 8, 128, 132, 0, DecodeKernel::kTc);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->partition_size, 2048);
-  // The CUDA-graph plan knows only the bound: no wave split.
+  // The CUDA-graph plan knows only the bound: its partitions keep the bound's size, and the
+  // split is left to each step (GraphPlansTakeTheWaveSplitPerStep).
   auto bounded = plan_decode_attention_bounded(36, 2048, 32, 8, 128, 132, 0, DecodeKernel::kTc);
   ASSERT_TRUE(bounded.ok());
-  EXPECT_EQ(bounded->max_partitions, 1);
+  EXPECT_EQ(bounded->partition_size, 2048);
+  EXPECT_TRUE(bounded->step_split);
+}
+
+// Graph plans take tc's wave split per step (DecodePlan::step_split): buckets whose unsplit grid
+// lies in (1, 1.25] resident waves get room for 2 partitions, and decode_step_partition gives
+// each step the size plan_decode_attention picks for its lengths.
+TEST(DecodeAttentionPlanTest, GraphPlansTakeTheWaveSplitPerStep) {
+  unsetenv("FOLIO_DECODE_KERNEL");
+  auto graph_plan = [](int seqs, bool fp8 = false) {
+    auto plan = plan_decode_attention_bounded(seqs, 8192, 32, 8, 128, 132, 0, DecodeKernel::kTc,
+                                              DecodeCacheFormat{16, fp8});
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    return *plan;
+  };
+  EXPECT_FALSE(graph_plan(32).step_split);  // 256 blocks: one wave
+  const DecodePlan b40 = graph_plan(40);    // 320 blocks
+  EXPECT_TRUE(b40.step_split);
+  EXPECT_EQ(b40.max_partitions, 2);
+  EXPECT_EQ(b40.partition_size, 8192);
+  EXPECT_EQ(b40.workspace_bytes, sizeof(float) * 40 * 32 * 2 * (128 + 2));
+  // A step that does not split runs the graph of the plan without the split.
+  const DecodePlan unsplit = without_step_split(b40);
+  EXPECT_FALSE(unsplit.step_split);
+  EXPECT_EQ(unsplit.max_partitions, 1);
+  EXPECT_EQ(unsplit.partition_size, 8192);
+  EXPECT_EQ(unsplit.workspace_bytes, 0u);
+  EXPECT_FALSE(graph_plan(48).step_split);        // 384 blocks: past 1.25 waves
+  EXPECT_FALSE(graph_plan(80).step_split);        // 640 blocks: 2.4 waves
+  EXPECT_FALSE(graph_plan(48, true).step_split);  // fp8: 384 of 396 slots
+  EXPECT_TRUE(graph_plan(56, true).step_split);
+  // Per step: alike lengths split, mixed ones and short ones do not; other plans never.
+  EXPECT_EQ(decode_step_partition(b40, std::vector<int32_t>(40, 2048), 132), 1024);
+  EXPECT_EQ(decode_step_partition(b40, std::vector<int32_t>(36, 3000), 132), 2048);
+  EXPECT_EQ(decode_step_partition(b40, std::vector<int32_t>(40, 1024), 132), 0);
+  std::vector<int32_t> mixed(40, 200);
+  mixed[0] = 2000;
+  EXPECT_EQ(decode_step_partition(b40, mixed, 132), 0);
+  EXPECT_EQ(decode_step_partition(graph_plan(32), std::vector<int32_t>(32, 2048), 132), 0);
 }
 
 }  // namespace

@@ -45,6 +45,10 @@ struct PagedAttentionParams {
   const int32_t* context_lens = nullptr;       // [num_seqs]
   const int32_t* block_table_start = nullptr;  // [num_seqs + 1]
   const int32_t* block_table = nullptr;
+  // Decode under a plan with DecodePlan::step_split only (else unused): a device int32, the
+  // step's partition size (decode_step_partition, uploaded with the step's lengths); 0 or a size
+  // a sequence would need more than max_partitions of keeps the plan's partition_size.
+  const int32_t* step_partition = nullptr;
   // qkv_post.qkv set: q above is unused and k_cache/v_cache are written (the new token's slot).
   FusedQkvPost qkv_post;
 };

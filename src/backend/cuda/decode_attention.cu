@@ -160,9 +160,24 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
   out.refine_partitions = partition_size == 0 && k != DecodeKernel::kV1 && max_parts > 1 &&
                           refine_enabled() &&
                           int64_t{num_seqs} * num_kv_heads * chunks * max_parts <= wave;
-  out.workspace_bytes = max_parts > 1 ? sizeof(float) * static_cast<size_t>(num_seqs) * num_heads *
-                                            max_parts * (head_dim + 2)
-                                      : 0;
+  // A graph plan (bounds) whose unsplit grid lies just past one resident wave takes the wave
+  // split per step instead (DecodePlan::step_split): room for 2 partitions, the size uploaded
+  // with each step's lengths. Only within 1.25 waves: on the H200 (session 28, graphs of the
+  // split plan on every step) batches 48-80 (1.45-2.4 waves) were level or up to 1.8% slower,
+  // batches 36 and 40 (1.09-1.21 waves) 2-3% faster (NOTES.md).
+  if (k == DecodeKernel::kTc && !exact && partition_size == 0 && max_parts == 1 &&
+      wave_split_enabled() && p / 2 >= kMinWaveSplit) {
+    const int64_t resident = int64_t{fp8 ? kTcFp8BlocksPerSm : kTcBlocksPerSm} * num_sms;
+    const int64_t whole = blocks(p);
+    if (whole > resident && 4 * whole <= 5 * resident) {
+      out.step_split = true;
+      out.max_partitions = 2;
+      out.refine_partitions = false;
+    }
+  }
+  out.workspace_bytes = out.max_partitions > 1 ? sizeof(float) * static_cast<size_t>(num_seqs) *
+                                                     num_heads * out.max_partitions * (head_dim + 2)
+                                               : 0;
   return out;
 }
 
@@ -215,6 +230,24 @@ Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_l
       partition_size, kernel, cache, /*exact=*/false);
 }
 
+int decode_step_partition(const DecodePlan& graph, std::span<const int32_t> context_lens,
+                          int num_sms, DecodeCacheFormat cache) {
+  if (!graph.step_split || graph.kernel != DecodeKernel::kTc) return 0;
+  auto exact = plan_decode_attention(context_lens, graph.num_heads, graph.num_kv_heads,
+                                     graph.head_dim, num_sms, 0, DecodeKernel::kTc, cache);
+  if (!exact.ok() || exact->max_partitions < 2 || exact->max_partitions > graph.max_partitions)
+    return 0;
+  return exact->partition_size;
+}
+
+DecodePlan without_step_split(DecodePlan graph) {
+  if (!graph.step_split) return graph;
+  graph.step_split = false;
+  graph.max_partitions = 1;
+  graph.workspace_bytes = 0;
+  return graph;
+}
+
 bool decode_fuses_qkv_post(const DecodePlan& plan) {
   return plan.kernel == DecodeKernel::kTc && plan.head_dim == 128 && plan.num_kv_heads > 0 &&
          plan.num_heads % plan.num_kv_heads == 0 && plan.num_heads / plan.num_kv_heads <= 8;
@@ -232,6 +265,8 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
   if (plan.head_chunk != 0 && plan.head_chunk != 1 && plan.head_chunk != 2 &&
       plan.head_chunk != 4 && plan.head_chunk != 8)
     return invalid_argument("decode_attention: head_chunk must be 0, 1, 2, 4 or 8");
+  if (plan.step_split && plan.kernel != DecodeKernel::kTc)
+    return invalid_argument("decode_attention: step_split needs kernel tc");
   if (plan.tc_ring_stages != -1 && plan.tc_ring_stages != 0 &&
       (plan.tc_ring_stages < 2 || plan.tc_ring_stages > 4))
     return invalid_argument("decode_attention: tc_ring_stages must be -1, 0, 2, 3 or 4");

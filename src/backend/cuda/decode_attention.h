@@ -90,6 +90,14 @@ struct DecodePlan {
   // few sequences is bounded by max_model_len, and a short context used 1 or 2 of its blocks.
   // FOLIO_DECODE_REFINE=0 turns it off.
   bool refine_partitions = false;
+  // tc, CUDA-graph plans (bounded) only: the wave split (plan_decode_attention's, for a grid just
+  // past whole resident waves) chosen per step. The planner sets it, with max_partitions 2, where
+  // the bound's unsplit grid lies within 1.25 resident waves; each step then uploads its own
+  // partition size (decode_step_partition, PagedAttentionParams::step_partition), 0 when the
+  // step's lengths do not split. Such a step would pay the merge launch and blocks that return
+  // at once (~1.5% of a step), so the executor captures a second graph per such bucket from
+  // without_step_split(plan) and replays it on steps that do not split.
+  bool step_split = false;
   // tc only, a knob the bench and tests compare: how a warp's next chunks of K/V wait. 0: in
   // registers (two buffers taking turns on a 16-bit cache); 2..4: a ring of that many stages in
   // shared memory filled by cp.async (decode_attention_tc.cuh). -1 (the default) picks:
@@ -122,6 +130,17 @@ Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_l
                                                  int partition_size = 0,
                                                  DecodeKernel kernel = DecodeKernel::kDefault,
                                                  DecodeCacheFormat cache = {});
+
+// The step's partition size for a graph plan with step_split (`graph`, from
+// plan_decode_attention_bounded): what plan_decode_attention picks over these lengths where it
+// splits them into 2 to max_partitions partitions, else 0 (the graph plan's own size). 0 for any
+// other plan.
+int decode_step_partition(const DecodePlan& graph, std::span<const int32_t> context_lens,
+                          int num_sms, DecodeCacheFormat cache = {});
+
+// `graph` without DecodePlan::step_split: the plan plan_decode_attention_bounded gives with the
+// wave split off (one partition, no workspace), for a graph step whose lengths do not split.
+DecodePlan without_step_split(DecodePlan graph);
 
 // Whether decode_attention under `plan` takes PagedAttentionParams::qkv_post (q and the new K/V
 // raw from the qkv projection: qkv_post's split, bias, rope and cache write done by the attention

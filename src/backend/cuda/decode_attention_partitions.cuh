@@ -29,6 +29,7 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   DecodeWorkspace ws;               // scores and maxima in log2 units
   int num_heads, num_kv_heads, head_dim, block_size, num_chunks, partition_size, max_partitions;
   int refine_partitions;  // DecodePlan::refine_partitions
+  const int32_t* step_partition;  // DecodePlan::step_split: PagedAttentionParams's; else null
   float scale_log2;       // scale * log2(e)
   int early;              // pdl_early_reads(): tc and the merge read metadata before pdl_wait
   int l2_ahead;           // tc's register forms: K/V prefetched into L2 this many warp steps
@@ -39,10 +40,16 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
 };
 
 // A sequence's partition size and count, from its device-side context length: the plan's size,
-// or under refine_partitions the finest halving of it (down to kMinRefinedPartition) whose
-// partitions still number at most max_partitions. The main kernels and the merge agree on it.
+// or under step_split the step's (where it is a positive multiple of 64 that takes at most
+// max_partitions partitions of this sequence), or under refine_partitions the finest halving of
+// it (down to kMinRefinedPartition) whose partitions still number at most max_partitions. The
+// main kernels and the merge agree on it.
 template <typename T>
 __device__ __forceinline__ int sequence_partition_size(const V2Args<T>& a, int ctx) {
+  if (a.step_partition != nullptr) {
+    const int sp = *a.step_partition;
+    if (sp > 0 && sp % 64 == 0 && (ctx + sp - 1) / sp <= a.max_partitions) return sp;
+  }
   int P = a.partition_size;
   if (a.refine_partitions)
     while (P > kMinRefinedPartition && (ctx + P / 2 - 1) / (P / 2) <= a.max_partitions) P /= 2;
@@ -68,6 +75,7 @@ V2Args<T> make_v2_args(const PagedAttentionParams& p, const DecodePlan& plan,
   a.num_chunks = (group + head_chunk - 1) / head_chunk;
   a.partition_size = plan.partition_size;
   a.max_partitions = plan.max_partitions;
+  a.step_partition = plan.step_split ? p.step_partition : nullptr;
   a.refine_partitions = plan.refine_partitions ? 1 : 0;
   a.early = pdl_early_reads() ? 1 : 0;
   a.qkv_post = p.qkv_post;

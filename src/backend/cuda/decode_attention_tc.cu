@@ -30,12 +30,13 @@ int ring_from_env() {
 }
 
 // DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else
-// decode_tc_ring.h's default for this cache (pages of `block_size` tokens), plan and GPU (DRAM
-// peak `peak_gbps`).
-int ring_stages(const DecodePlan& plan, bool fp8, int block_size, double peak_gbps) {
+// decode_tc_ring.h's default for this cache (pages of `block_size` tokens), plan (`partitions`
+// per sequence at most) and GPU (DRAM peak `peak_gbps`).
+int ring_stages(const DecodePlan& plan, int partitions, bool fp8, int block_size,
+                double peak_gbps) {
   if (plan.tc_ring_stages >= 0) return plan.tc_ring_stages;
   if (const int env = ring_from_env(); env >= 0) return env;
-  return tc_ring_default(fp8, plan.max_partitions, block_size, peak_gbps);
+  return tc_ring_default(fp8, partitions, block_size, peak_gbps);
 }
 
 // V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU (DRAM
@@ -101,12 +102,15 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
   return FOLIO_DISPATCH_DTYPE(p.dtype, T, [&] {
     V2Args<T> a = make_v2_args<T>(p, plan, ws, tc::kHeads);
     const double peak_gbps = current_device_peak_memory_gbps();  // both policies' input
+    // Both policies count a step-split graph plan (DecodePlan::step_split) as unsplit: its second
+    // partitions run only on steps the wave split picks, and then hold 1024+ tokens each.
+    const int partitions = plan.step_split ? 1 : a.max_partitions;
     const TcL2Prefetch l2 = l2_prefetch_for(
-        int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs * a.max_partitions, peak_gbps);
+        int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs * partitions, peak_gbps);
     a.l2_ahead = l2.steps;
     a.l2_lines = l2.lines ? 1 : 0;
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
-    const int stages = ring_stages(plan, fp8, p.block_size, peak_gbps);
+    const int stages = ring_stages(plan, partitions, fp8, p.block_size, peak_gbps);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);
     return launch_tc<T, T>(a, p.num_seqs, stages, stream);
   });
