@@ -321,6 +321,7 @@ TEST(DecodeAttentionGraphTest, BoundedPlanReplaysWithNewLengths) {
     cudaStreamDestroy(stream);
   }
 }
+
 // A graph plan with DecodePlan::step_split (tc's wave split chosen per step): the partition size
 // comes from a device int written before each replay, as the executor uploads it with the step's
 // lengths. 0, sizes that are no multiple of 64 and sizes a sequence would need more than
@@ -390,7 +391,6 @@ TEST(DecodeAttentionGraphTest, StepSplitTakesEachStepsPartition) {
     cudaStreamDestroy(stream);
   }
 }
-
 
 }  // namespace
 }  // namespace folio::cuda

@@ -167,7 +167,7 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
   // batches 36 and 40 (1.09-1.21 waves) 2-3% faster (NOTES.md).
   if (k == DecodeKernel::kTc && !exact && partition_size == 0 && max_parts == 1 &&
       wave_split_enabled() && p / 2 >= kMinWaveSplit) {
-    const int64_t resident = int64_t{fp8 ? kTcFp8BlocksPerSm : kTcBlocksPerSm} * num_sms;
+    const int64_t resident = tc_resident_blocks(num_sms, fp8);
     const int64_t whole = blocks(p);
     if (whole > resident && 4 * whole <= 5 * resident) {
       out.step_split = true;
@@ -232,7 +232,7 @@ Result<DecodePlan> plan_decode_attention_bounded(int num_seqs, int max_context_l
 
 int decode_step_partition(const DecodePlan& graph, std::span<const int32_t> context_lens,
                           int num_sms, DecodeCacheFormat cache) {
-  if (!graph.step_split || graph.kernel != DecodeKernel::kTc) return 0;
+  if (!graph.step_split) return 0;  // the planner sets it on tc plans only
   auto exact = plan_decode_attention(context_lens, graph.num_heads, graph.num_kv_heads,
                                      graph.head_dim, num_sms, 0, DecodeKernel::kTc, cache);
   if (!exact.ok() || exact->max_partitions < 2 || exact->max_partitions > graph.max_partitions)
