@@ -24,11 +24,16 @@ __device__ __forceinline__ uint32_t prmt(uint32_t x, uint32_t y, uint32_t sel) {
   return r;
 }
 
-// Two e4m3 codes (low byte first) -> f16x2 (low half first), exactly.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t codes16) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes16),
-                                                    __NV_E4M3);
-  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+// The four e4m3 codes of w (low byte first) -> two f16x2 (codes 0, 1 -> lo; 2, 3 -> hi, low half
+// first), exactly (cvt.rn.f16x2.e4m3x2 on each 16-bit half). The high half is named in place
+// (mov.b32 {l, h}), so ptxas converts it as F2FP's .H1 operand; cuda_fp8.h's conversion of
+// `w >> 16` shifted it down first: 32 SHF per 16-token chunk, 6% of the fp8 loop's instructions
+// (NOTES.md, session 29).
+__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\n"
+      "cvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w));
 }
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
@@ -74,9 +79,7 @@ struct Cache<T, uint8_t> {
   static __device__ __forceinline__ int k_load_elem(int q, int t) { return 16 * (t + 4 * q); }
   static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
                                              uint32_t& b1) {
-    const uint32_t w = word(k[j / 4], j % 4);
-    b0 = e4m3x2_to_f16x2(w & 0xffffu);
-    b1 = e4m3x2_to_f16x2(w >> 16);
+    e4m3x4_to_f16x2x2(word(k[j / 4], j % 4), b0, b1);
   }
   static __device__ __forceinline__ int vdim(int i, int g) { return 16 * g + 2 * i; }
   static __device__ __forceinline__ int v_load_elem(int, int g) { return 16 * g; }
@@ -85,10 +88,8 @@ struct Cache<T, uint8_t> {
     const uint32_t sel = i % 2 ? 0x7362 : 0x5140;  // bytes (2h, 2h + 1) of two rows, interleaved
     const uint32_t x01 = prmt(word(v[0][0], i / 2), word(v[1][0], i / 2), sel);
     const uint32_t x23 = prmt(word(v[2][0], i / 2), word(v[3][0], i / 2), sel);
-    a[0] = e4m3x2_to_f16x2(x01 & 0xffffu);
-    a[1] = e4m3x2_to_f16x2(x01 >> 16);
-    a[2] = e4m3x2_to_f16x2(x23 & 0xffffu);
-    a[3] = e4m3x2_to_f16x2(x23 >> 16);
+    e4m3x4_to_f16x2x2(x01, a[0], a[1]);
+    e4m3x4_to_f16x2x2(x23, a[2], a[3]);
   }
 };
 
