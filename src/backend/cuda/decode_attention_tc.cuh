@@ -1,22 +1,26 @@
 // Decode kernel "tc" (see decode_attention.h): decode v2's grid, split and merge, with the scores
-// S = q·K^T and the product P·V on tensor cores (mma.m16n8k16, fp32 accumulation), head_dim 128.
+// S^T = K·q^T and the product P·V on tensor cores (mma.m16n8k16, fp32 accumulation), head_dim 128.
 // v2 spends most of its instructions per token (a lane group's shuffle reduction per q head, the
 // online softmax per token, unpacking), which bounds it below the memory rate where bandwidth is
 // high (the H200) or the bytes are few (an fp8 cache). Here a warp takes 16 tokens at a time and
-// pays 24 mma, 6 shuffles of slot ids and one softmax step for the GQA group's 8 q heads.
+// pays 16 mma, 6 shuffles of slot ids and one softmax step for the GQA group's 8 q heads.
 //
 // The operands come straight from global memory into registers, in the mma fragment layouts, by
 // permuting the summed dimensions (any order works if both operands share it):
-//   S[16 rows = q heads (8 used), 16 tokens] = Q[heads, 128 dims] · K[tokens, 128 dims]^T: lane
-//     (g = lane / 4, t = lane % 4) provides the B columns of tokens pi(g) and pi(g) + 2, where
+//   S^T[16 tokens, 8 q heads] = K[tokens, 128 dims] · Q[heads, 128 dims]^T: lane (g = lane / 4,
+//     t = lane % 4) provides the A rows g and g + 8 as tokens pi(g) and pi(g) + 2, where
 //     pi(g) = 4 (g / 2) + g % 2, each as 32 of the 128 dims chosen so that the lane's loads are
-//     whole 16-byte chunks (kdim below) and Q's A fragment takes the same 32 dims.
-//   Then lane (g, t) holds head g's scores of tokens 4t .. 4t + 3, which are exactly the B
-//   fragment of O^T[128 dims, 8 heads] = V^T[dims, 16 tokens] · P^T[16 tokens, heads] when the
-//   token order of that product's k is 4t, 4t + 1 | 4t + 2, 4t + 3. Its A fragment is V^T: lane
-//   (g, t) loads V rows 4t .. 4t + 3 at 16 dims (vdim below) and interleaves row pairs (prmt).
-// The online softmax runs per q head on the S fragment (a quad of lanes per head); O^T's
-// fragment holds heads 2t and 2t + 1, whose rescale factors come by two shuffles.
+//     whole 16-byte chunks (kdim below), and Q's B fragment (column g: head g) the same 32 dims.
+//     (Until session 29 q was the A operand, S = Q·K^T, with A's rows 8-15 zero: 24 mma per
+//     chunk and 16 zeroing moves; NOTES.md.)
+//   Then lane (g, t) holds the scores of tokens pi(g), pi(g) + 2 for heads 2t, 2t + 1: two 8 x 8
+//   blocks of P (rows: tokens, columns: heads) which, transposed across the warp (movmatrix),
+//   are exactly the B fragment of O^T[128 dims, 8 heads] = V^T[dims, 16 tokens] · P^T[16 tokens,
+//   heads] when the token order of that product's k is 4t, 4t + 1 | 4t + 2, 4t + 3. Its A
+//   fragment is V^T: lane (g, t) loads V rows 4t .. 4t + 3 at 16 dims (vdim below) and
+//   interleaves row pairs (prmt).
+// The online softmax runs per q head on the S^T fragment (the 8 lanes of a t hold heads 2t and
+// 2t + 1); O^T's fragment holds the same two heads, so their rescale factors are the lane's own.
 // A 16-bit cache multiplies in its dtype (P rounded to it, as the prefill kernels do); an fp8
 // cache converts e4m3 pairs to f16x2 exactly (one cvt per pair) and multiplies in fp16 (q
 // converted to fp16, P in fp16).
@@ -174,8 +178,8 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
     }
   };
 
-  // Q's A fragments (rows g + 8 are zero: a[1] = a[3] = 0), the summed dims permuted as K's.
-  uint32_t qa0[8], qa2[8];
+  // Q's B fragments (column g: head g), the summed dims permuted as K's.
+  uint32_t qb0[8], qb1[8];
   __shared__ float rope_cs[kD];  // fused: cos, sin of the token's position (tc::rope_table)
   auto load_q_fused = [&] {  // dims kdim(j, t) < 64 for j < 4, their partners at j + 4
     const T* src = tc::qkv_row(a, row);
@@ -189,10 +193,10 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
         tc::roped_q_pair(a, src, head, d + e, rope_cs, lo[e], hi[e]);
         if (g >= gcount) lo[e] = hi[e] = 0.f;
       }
-      qa0[j] = pack2<Mma>(lo[0], lo[1]);
-      qa2[j] = pack2<Mma>(lo[2], lo[3]);
-      qa0[j + 4] = pack2<Mma>(hi[0], hi[1]);
-      qa2[j + 4] = pack2<Mma>(hi[2], hi[3]);
+      qb0[j] = pack2<Mma>(lo[0], lo[1]);
+      qb1[j] = pack2<Mma>(lo[2], lo[3]);
+      qb0[j + 4] = pack2<Mma>(hi[0], hi[1]);
+      qb1[j + 4] = pack2<Mma>(hi[2], hi[3]);
     }
   };
   auto load_q = [&] {
@@ -204,12 +208,14 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
       float f[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) f[e] = g < gcount ? to_float(q[d + e]) : 0.f;
-      qa0[j] = pack2<Mma>(f[0], f[1]);
-      qa2[j] = pack2<Mma>(f[2], f[3]);
+      qb0[j] = pack2<Mma>(f[0], f[1]);
+      qb1[j] = pack2<Mma>(f[2], f[3]);
     }
   };
 
-  float m = kNoMax, l = 0.f;  // head g's running max (log2 units) and this lane's share of the sum
+  // Heads 2t and 2t + 1 (the lane's columns of S^T and of O^T): running max (log2 units, the same
+  // in all 8 lanes of a t) and this lane's share of the sum.
+  float m_a = kNoMax, m_b = kNoMax, l_a = 0.f, l_b = 0.f;
   float o[8][4];              // O^T m-tile i: (vdim, head 2t), (vdim, 2t + 1), (vdim + 1, 2t), ...
 #pragma unroll
   for (int i = 0; i < 8; ++i)
@@ -221,36 +227,39 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   int slot_next = slot_of(warp + kWarps, ahead > 0 ? warp + ahead * kWarps : -1);
   // Chunk c, in `cur`: scored and accumulated.
   auto compute = [&](const ChunkRegs<T, C>& cur, int c) {
-    float s0[4] = {0.f, 0.f, 0.f, 0.f}, s1[4] = {0.f, 0.f, 0.f, 0.f};
+    // S^T = K · q^T: A = the chunk's K (row g: token pi(g), row g + 8: token pi(g) + 2; the
+    // lane's K pieces are exactly that A fragment), B = q^T (n = q head). Lane (g, t) gets the
+    // scores of tokens pi(g) (s[0], s[1]) and pi(g) + 2 (s[2], s[3]) for heads 2t, 2t + 1.
+    float s[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const uint32_t qa[4] = {qa0[j], 0u, qa2[j], 0u};
-      uint32_t b0, b1;
-      L::k_b(cur.k[0], j, b0, b1);
-      mma_16816<Mma>(s0, qa, b0, b1);
-      L::k_b(cur.k[1], j, b0, b1);
-      mma_16816<Mma>(s1, qa, b0, b1);
+      uint32_t ka[4];
+      L::k_words(cur.k[0], j, ka[0], ka[2]);
+      L::k_words(cur.k[1], j, ka[1], ka[3]);
+      mma_16816<Mma>(s, ka, qb0[j], qb1[j]);
     }
-    // Head g's scores of tokens 4t .. 4t + 3 of the chunk.
-    float sc[4] = {s0[0], s0[1], s1[0], s1[1]};
-    float mx = kNoMax;
+    const int tok = c * kChunk + pg;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      sc[e] = c * kChunk + 4 * t + e < n ? sc[e] * a.scale_log2 : -INFINITY;
-      mx = fmaxf(mx, sc[e]);
+    for (int e = 0; e < 4; ++e) s[e] = tok + (e / 2) * 2 < n ? s[e] * a.scale_log2 : -INFINITY;
+    // Each head's max over the chunk: its two tokens here, then the 8 lanes of this t.
+    float mx_a = fmaxf(s[0], s[2]), mx_b = fmaxf(s[1], s[3]);
+#pragma unroll
+    for (int off = 4; off < 32; off *= 2) {
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
     }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m, mx);
-    const float alpha = fast_exp2(m - m_new);
-    m = m_new;
-    float p[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) p[e] = fast_exp2(sc[e] - m);
-    l = l * alpha + (p[0] + p[1]) + (p[2] + p[3]);
-    const float alpha_a = __shfl_sync(0xffffffffu, alpha, 8 * t);      // head 2t
-    const float alpha_b = __shfl_sync(0xffffffffu, alpha, 8 * t + 4);  // head 2t + 1
-    const uint32_t pb0 = pack2<Mma>(p[0], p[1]), pb1 = pack2<Mma>(p[2], p[3]);
+    const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
+    const float alpha_a = fast_exp2(m_a - mn_a), alpha_b = fast_exp2(m_b - mn_b);
+    m_a = mn_a;
+    m_b = mn_b;
+    const float p0 = fast_exp2(s[0] - m_a), p1 = fast_exp2(s[1] - m_b);
+    const float p2 = fast_exp2(s[2] - m_a), p3 = fast_exp2(s[3] - m_b);
+    l_a = l_a * alpha_a + (p0 + p2);
+    l_b = l_b * alpha_b + (p1 + p3);
+    // P^T as P·V's B operand (k = tokens 4t .. 4t + 3, n = head g): the two 8 x 8 blocks of P
+    // (rows: tokens pi(0..7), pi(0..7) + 2; columns: heads) transposed across the warp.
+    const uint32_t pb0 = movmatrix_trans(pack2<Mma>(p0, p1));
+    const uint32_t pb1 = movmatrix_trans(pack2<Mma>(p2, p3));
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       o[i][0] *= alpha_a;
@@ -312,7 +321,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
     pdl_wait();  // pdl.cuh: q and this step's K/V come from the previous kernels
     pdl_launch_dependents();
     after_wait();
-    FOLIO_TRACE(if (warp == 0) ktrace::stamp(9, ktrace::after(static_cast<int>(qa0[0])));)
+    FOLIO_TRACE(if (warp == 0) ktrace::stamp(9, ktrace::after(static_cast<int>(qb0[0])));)
     if (warp == fresh_chunk) refetch(r);
   };
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
@@ -394,11 +403,16 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
     FOLIO_TRACE(ktrace::stamp(2 + warp, ktrace::after(o[0][0] + o[7][3]));)
   }
 
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  l += __shfl_xor_sync(0xffffffffu, l, 2);
-  if (t == 0) {
-    wm[warp * kHeads + g] = m;
-    wl[warp * kHeads + g] = l;
+#pragma unroll
+  for (int off = 4; off < 32; off *= 2) {
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+  }
+  if (g == 0) {
+    wm[warp * kHeads + 2 * t] = m_a;
+    wm[warp * kHeads + 2 * t + 1] = m_b;
+    wl[warp * kHeads + 2 * t] = l_a;
+    wl[warp * kHeads + 2 * t + 1] = l_b;
   }
   // O's fragments as they stand: [warp][m-tile i][lane] float4, conflict-free. The per-dim layout
   // [warp][head][dim] took 8-way bank conflicts on these stores: from the last warp's loop end

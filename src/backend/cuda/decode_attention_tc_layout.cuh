@@ -24,6 +24,15 @@ __device__ __forceinline__ uint32_t prmt(uint32_t x, uint32_t y, uint32_t sel) {
   return r;
 }
 
+// An 8 x 8 matrix of 16-bit values, lane L holding row L / 4 at columns 2 (L % 4) and + 1 (lower
+// column in the low half), transposed across the warp: lane L then holds row L / 4 of the
+// transpose the same way.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
+}
+
 // The four e4m3 codes of w (low byte first) -> two f16x2 (codes 0, 1 -> lo; 2, 3 -> hi, low half
 // first), exactly (cvt.rn.f16x2.e4m3x2 on each 16-bit half). The high half is named in place
 // (mov.b32 {l, h}), so ptxas converts it as F2FP's .H1 operand; cuda_fp8.h's conversion of
@@ -46,13 +55,15 @@ struct Cache {
   using Mma = T;
   static constexpr int kKLoads = 4;  // 16-byte loads per K row per lane (32 dims)
   static constexpr int kVLoads = 2;  // per V row per lane (16 dims)
-  // First of the 4 dims (2 for a0, 2 for a2) k-step j of lane t sums over.
+  // First of the 4 dims (2 in q's b0 / K's a[0], a[1]; 2 in b1 / a[2], a[3]) k-step j of lane t
+  // sums over.
   static __device__ __forceinline__ int kdim(int j, int t) { return 8 * (4 * (j / 2) + t) + 4 * (j % 2); }
   static __device__ __forceinline__ int k_load_elem(int q, int t) { return 8 * (4 * q + t); }
-  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
-                                             uint32_t& b1) {
-    b0 = word(k[j / 2], 2 * (j % 2));
-    b1 = word(k[j / 2], 2 * (j % 2) + 1);
+  // One K row's two words of k-step j (its A row's k 2t, 2t + 1 and 2t + 8, 2t + 9).
+  static __device__ __forceinline__ void k_words(const uint4 (&k)[kKLoads], int j, uint32_t& lo,
+                                                 uint32_t& hi) {
+    lo = word(k[j / 2], 2 * (j % 2));
+    hi = word(k[j / 2], 2 * (j % 2) + 1);
   }
   // Lane g's dims of O^T m-tile i: vdim(i, g) (A row g) and vdim + 1 (row g + 8).
   static __device__ __forceinline__ int vdim(int i, int g) { return 8 * (g + 8 * (i / 4)) + 2 * (i % 4); }
@@ -77,9 +88,9 @@ struct Cache<T, uint8_t> {
   static constexpr int kVLoads = 1;
   static __device__ __forceinline__ int kdim(int j, int t) { return 16 * (t + 4 * (j / 4)) + 4 * (j % 4); }
   static __device__ __forceinline__ int k_load_elem(int q, int t) { return 16 * (t + 4 * q); }
-  static __device__ __forceinline__ void k_b(const uint4 (&k)[kKLoads], int j, uint32_t& b0,
-                                             uint32_t& b1) {
-    e4m3x4_to_f16x2x2(word(k[j / 4], j % 4), b0, b1);
+  static __device__ __forceinline__ void k_words(const uint4 (&k)[kKLoads], int j, uint32_t& lo,
+                                                 uint32_t& hi) {
+    e4m3x4_to_f16x2x2(word(k[j / 4], j % 4), lo, hi);
   }
   static __device__ __forceinline__ int vdim(int i, int g) { return 16 * g + 2 * i; }
   static __device__ __forceinline__ int v_load_elem(int, int g) { return 16 * g; }
