@@ -34,8 +34,6 @@
 // Layouts per cache element type: decode_attention_tc_layout.cuh.
 #pragma once
 
-#include <cuda_fp8.h>
-
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
 #include "backend/cuda/decode_attention_tc_result.cuh"
@@ -216,7 +214,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   // Heads 2t and 2t + 1 (the lane's columns of S^T and of O^T): running max (log2 units, the same
   // in all 8 lanes of a t) and this lane's share of the sum.
   float m_a = kNoMax, m_b = kNoMax, l_a = 0.f, l_b = 0.f;
-  float o[8][4];              // O^T m-tile i: (vdim, head 2t), (vdim, 2t + 1), (vdim + 1, 2t), ...
+  float o[8][4];  // O^T m-tile i: (vdim, head 2t), (vdim, 2t + 1), (vdim + 1, 2t), ...
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll

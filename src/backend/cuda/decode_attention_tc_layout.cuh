@@ -4,8 +4,6 @@
 // f16x2 exactly, mma in fp16). The kernel's header comment gives the derivation.
 #pragma once
 
-#include <cuda_fp8.h>
-
 #include <cstdint>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -37,7 +35,8 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
 // first), exactly (cvt.rn.f16x2.e4m3x2 on each 16-bit half). The high half is named in place
 // (mov.b32 {l, h}), so ptxas converts it as F2FP's .H1 operand; cuda_fp8.h's conversion of
 // `w >> 16` shifted it down first: 32 SHF per 16-token chunk, 6% of the fp8 loop's instructions
-// (NOTES.md, session 29).
+// (NOTES.md, session 29). Here rather than in fp8_e4m3.cuh, whose conversions must also build
+// for the host emulator (inline PTX cannot).
 __device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
   asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\n"
       "cvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
