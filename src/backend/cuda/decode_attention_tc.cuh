@@ -34,10 +34,10 @@
 // Layouts per cache element type: decode_attention_tc_layout.cuh.
 #pragma once
 
+#include "backend/cuda/decode_attention_partitions.cuh"
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
 #include "backend/cuda/decode_attention_tc_result.cuh"
-#include "backend/cuda/decode_attention_partitions.cuh"
 #include "backend/cuda/kernel_trace.cuh"
 #include "backend/cuda/mma_16816.cuh"
 
@@ -156,30 +156,14 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   // is over before the stream settles (b1 x 8192's 256-token partitions lost 5-7%, NOTES.md).
   constexpr int kL2MinTokens = 1024;
   const int ahead = n >= kL2MinTokens ? a.l2_ahead : 0;
-  auto load = [&](const C* base, int slot, int elem) {
-    return slot >= 0 ? __ldg(reinterpret_cast<const uint4*>(base + slot * slot_stride + head_off +
-                                                            elem))
-                     : make_uint4(0, 0, 0, 0);
-  };
   auto issue = [&](ChunkRegs<T, C>& r, int slot_lane) {
-#pragma unroll
-    for (int x = 0; x < 2; ++x) {
-      const int sl = __shfl_sync(0xffffffffu, slot_lane, pg + 2 * x);
-#pragma unroll
-      for (int q = 0; q < L::kKLoads; ++q) r.k[x][q] = load(k_cache, sl, L::k_load_elem(q, t));
-    }
-#pragma unroll
-    for (int x = 0; x < 4; ++x) {
-      const int sl = __shfl_sync(0xffffffffu, slot_lane, 4 * t + x);
-#pragma unroll
-      for (int c = 0; c < L::kVLoads; ++c) r.v[x][c] = load(v_cache, sl, L::v_load_elem(c, g));
-    }
+    issue_chunk(r, k_cache, v_cache, slot_stride, head_off, slot_lane, pg, g, t);
   };
 
   // Q's B fragments (column g: head g), the summed dims permuted as K's.
   uint32_t qb0[8], qb1[8];
   __shared__ float rope_cs[kD];  // fused: cos, sin of the token's position (tc::rope_table)
-  auto load_q_fused = [&] {  // dims kdim(j, t) < 64 for j < 4, their partners at j + 4
+  auto load_q_fused = [&] {      // dims kdim(j, t) < 64 for j < 4, their partners at j + 4
     const T* src = tc::qkv_row(a, row);
     const int head = h0 + min(g, gcount - 1);
 #pragma unroll
@@ -274,8 +258,8 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   // a stale copy if they had been), once it is written.
   auto refetch = [&](ChunkRegs<T, C>& r) {
     auto cg = [&](const C* base, int elem) {
-      return __ldcg(reinterpret_cast<const uint4*>(base + fresh_slot * slot_stride + head_off +
-                                                   elem));
+      return __ldcg(
+          reinterpret_cast<const uint4*>(base + fresh_slot * slot_stride + head_off + elem));
     };
 #pragma unroll
     for (int x = 0; x < 2; ++x)

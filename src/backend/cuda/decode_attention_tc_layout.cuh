@@ -56,7 +56,9 @@ struct Cache {
   static constexpr int kVLoads = 2;  // per V row per lane (16 dims)
   // First of the 4 dims (2 in q's b0 / K's a[0], a[1]; 2 in b1 / a[2], a[3]) k-step j of lane t
   // sums over.
-  static __device__ __forceinline__ int kdim(int j, int t) { return 8 * (4 * (j / 2) + t) + 4 * (j % 2); }
+  static __device__ __forceinline__ int kdim(int j, int t) {
+    return 8 * (4 * (j / 2) + t) + 4 * (j % 2);
+  }
   static __device__ __forceinline__ int k_load_elem(int q, int t) { return 8 * (4 * q + t); }
   // One K row's two words of k-step j (its A row's k 2t, 2t + 1 and 2t + 8, 2t + 9).
   static __device__ __forceinline__ void k_words(const uint4 (&k)[kKLoads], int j, uint32_t& lo,
@@ -65,7 +67,9 @@ struct Cache {
     hi = word(k[j / 2], 2 * (j % 2) + 1);
   }
   // Lane g's dims of O^T m-tile i: vdim(i, g) (A row g) and vdim + 1 (row g + 8).
-  static __device__ __forceinline__ int vdim(int i, int g) { return 8 * (g + 8 * (i / 4)) + 2 * (i % 4); }
+  static __device__ __forceinline__ int vdim(int i, int g) {
+    return 8 * (g + 8 * (i / 4)) + 2 * (i % 4);
+  }
   static __device__ __forceinline__ int v_load_elem(int c, int g) { return 8 * (g + 8 * c); }
   // V^T's A fragment of m-tile i from rows r[0..3] (tokens 4t .. 4t + 3).
   static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
@@ -85,7 +89,9 @@ struct Cache<T, uint8_t> {
   using Mma = __half;
   static constexpr int kKLoads = 2;
   static constexpr int kVLoads = 1;
-  static __device__ __forceinline__ int kdim(int j, int t) { return 16 * (t + 4 * (j / 4)) + 4 * (j % 4); }
+  static __device__ __forceinline__ int kdim(int j, int t) {
+    return 16 * (t + 4 * (j / 4)) + 4 * (j % 4);
+  }
   static __device__ __forceinline__ int k_load_elem(int q, int t) { return 16 * (t + 4 * q); }
   static __device__ __forceinline__ void k_words(const uint4 (&k)[kKLoads], int j, uint32_t& lo,
                                                  uint32_t& hi) {
@@ -105,9 +111,36 @@ struct Cache<T, uint8_t> {
 
 template <typename T, typename C>
 struct ChunkRegs {
-  uint4 k[2][Cache<T, C>::kKLoads];     // K rows pi(g), pi(g) + 2
-  uint4 v[4][Cache<T, C>::kVLoads];     // V rows 4t .. 4t + 3
+  uint4 k[2][Cache<T, C>::kKLoads];  // K rows pi(g), pi(g) + 2
+  uint4 v[4][Cache<T, C>::kVLoads];  // V rows 4t .. 4t + 3
 };
+
+// One 16-token chunk's loads into r (tc's register forms; the read probe, decode_read_probe.cu):
+// lane (g, t) loads K rows pi(g), pi(g) + 2 and V rows 4t .. 4t + 3, their slots taken from lanes
+// 0-15 of slot_lane (-1: zeros, nothing read). Element offsets: slot * slot_stride + head_off.
+template <typename T, typename C>
+__device__ __forceinline__ void issue_chunk(ChunkRegs<T, C>& r, const C* k_cache, const C* v_cache,
+                                            int64_t slot_stride, int64_t head_off, int slot_lane,
+                                            int pg, int g, int t) {
+  using L = Cache<T, C>;
+  auto load = [&](const C* base, int slot, int elem) {
+    return slot >= 0
+               ? __ldg(reinterpret_cast<const uint4*>(base + slot * slot_stride + head_off + elem))
+               : make_uint4(0, 0, 0, 0);
+  };
+#pragma unroll
+  for (int x = 0; x < 2; ++x) {
+    const int sl = __shfl_sync(0xffffffffu, slot_lane, pg + 2 * x);
+#pragma unroll
+    for (int q = 0; q < L::kKLoads; ++q) r.k[x][q] = load(k_cache, sl, L::k_load_elem(q, t));
+  }
+#pragma unroll
+  for (int x = 0; x < 4; ++x) {
+    const int sl = __shfl_sync(0xffffffffu, slot_lane, 4 * t + x);
+#pragma unroll
+    for (int c = 0; c < L::kVLoads; ++c) r.v[x][c] = load(v_cache, sl, L::v_load_elem(c, g));
+  }
+}
 
 }  // namespace tc
 }  // namespace
