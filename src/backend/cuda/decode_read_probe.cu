@@ -5,18 +5,16 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_read_probe.h"
+#include "backend/cuda/paged_kernel_args.cuh"
 #include "backend/cuda/smem_opt_in.h"
 
 namespace folio::cuda {
 namespace detail {
 namespace {
 
-struct ProbeArgs {
-  const void* k_cache;
-  const void* v_cache;
-  const int32_t* context_lens;
-  const int32_t* block_table_start;
-  const int32_t* block_table;
+// The attention kernels' pointers (k_cache / v_cache as bytes: C elements below), the geometry
+// the loads need and the sink.
+struct ProbeArgs : PagedPointers<uint8_t> {
   int num_kv_heads, block_size;
   uint32_t* sink;
 };
@@ -33,8 +31,8 @@ __global__ void __launch_bounds__(32 * kReadProbeWarps) decode_read_probe_kernel
   const int pg = 4 * (g / 2) + g % 2;  // tc's pi(g)
   const int n = a.context_lens[s];
   const int32_t* table = a.block_table + a.block_table_start[s];
-  const C* k_cache = static_cast<const C*>(a.k_cache);
-  const C* v_cache = static_cast<const C*>(a.v_cache);
+  const C* k_cache = reinterpret_cast<const C*>(a.k_cache);
+  const C* v_cache = reinterpret_cast<const C*>(a.v_cache);
   const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * tc::kD;
   const int64_t head_off = static_cast<int64_t>(kvh) * tc::kD;
   const int nch = (n + tc::kChunk - 1) / tc::kChunk;
@@ -127,8 +125,11 @@ Status decode_read_probe(const PagedAttentionParams& p, int depth, int blocks_pe
   if (p.num_seqs <= 0 || p.num_seqs > 65535 || p.num_kv_heads <= 0 || p.block_size <= 0 ||
       sink == nullptr)
     return invalid_argument("decode_read_probe: empty batch, bad geometry or no sink");
-  const detail::ProbeArgs a{p.k_cache,     p.v_cache,      p.context_lens, p.block_table_start,
-                            p.block_table, p.num_kv_heads, p.block_size,   sink};
+  detail::ProbeArgs a{};
+  a.set_pointers(p);
+  a.num_kv_heads = p.num_kv_heads;
+  a.block_size = p.block_size;
+  a.sink = sink;
   if (p.kv_dtype == KvCacheDtype::kFp8E4m3)
     return detail::launch_depth<uint8_t>(a, p.num_seqs, depth, blocks_per_sm, stream, resident);
   return detail::launch_depth<__nv_bfloat16>(a, p.num_seqs, depth, blocks_per_sm, stream, resident);
