@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "backend/cuda/mma_ptx.cuh"
+#include "backend/cuda/smem_addr.cuh"
 
 namespace folio::cuda {
 

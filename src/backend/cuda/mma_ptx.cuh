@@ -19,12 +19,9 @@
 #include <cstdint>
 
 #include "backend/cuda/mma_16816.cuh"
+#include "backend/cuda/smem_addr.cuh"
 
 namespace folio::cuda {
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
