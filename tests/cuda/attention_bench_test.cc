@@ -200,16 +200,20 @@ TEST(AttentionBench, K1Decode) {
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
         ASSERT_TRUE(ws.ok());
-        for (int ring : {0, 2, 3}) {
-          plan->tc_ring_stages = ring;
+        // ring < 0: the ring of -ring stages filled by bulk row copies (DecodePlan::tc_ring_bulk).
+        for (int ring : {0, 2, 3, -2, -3, -4}) {
+          plan->tc_ring_stages = ring < 0 ? -ring : ring;
+          plan->tc_ring_bulk = ring < 0 ? 1 : 0;
           Status st;
-          const double us =
-              median_us([&] { st = decode_attention(fp8 ? p8 : p, *plan, ws->data(), nullptr); });
+          auto run = [&] { st = decode_attention(fp8 ? p8 : p, *plan, ws->data(), nullptr); };
+          const double us = median_us(run), us_q = median_us(run, evict_l2);
           EXPECT_TRUE(st.ok()) << st.to_string();
           const double tb = fp8 ? bytes / 2 : bytes;
-          std::printf("K1 decode b%d L%d page %d tc%s ring %d: %.1f us, %.2f TB/s = %.0f%% of copy\n",
-                      c.batch, c.ctx, bs, fp8 ? " fp8 cache" : "", ring, us, tb / us / 1e6,
-                      100.0 * tb / us / 1e6 / copy_tbps);
+          std::printf("K1 decode b%d L%d page %d tc%s ring %d%s: %.1f us, %.2f TB/s = %.0f%% of "
+                      "copy; queued %.1f us = %.0f%% of queued copy\n",
+                      c.batch, c.ctx, bs, fp8 ? " fp8 cache" : "", plan->tc_ring_stages,
+                      ring < 0 ? " bulk rows" : "", us, tb / us / 1e6,
+                      100.0 * tb / us / 1e6 / copy_tbps, us_q, 100.0 * tb / us_q / 1e6 / copy_q_tbps);
         }
       }
       for (int lanes : {2}) {  // 16 elements per lane (two 8-byte chunks): fewer shuffles/token

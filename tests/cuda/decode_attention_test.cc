@@ -29,6 +29,7 @@ struct DecodeCase {
   int head_chunk = 0;    // DecodePlan::head_chunk (v2)
   KvCacheDtype kv = KvCacheDtype::kAuto;
   int tc_ring = -1;      // DecodePlan::tc_ring_stages (tc)
+  int tc_bulk = -1;      // DecodePlan::tc_ring_bulk (tc)
 };
 
 const char* kernel_name(DecodeKernel k) {
@@ -46,7 +47,8 @@ std::string name(const DecodeCase& c) {
          (c.lane_vectors ? "_lanes" + std::to_string(c.lane_vectors) : "") +
          (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "") +
          (c.kv == KvCacheDtype::kFp8E4m3 ? "_fp8" : "") +
-         (c.tc_ring >= 0 ? "_ring" + std::to_string(c.tc_ring) : "");
+         (c.tc_ring >= 0 ? "_ring" + std::to_string(c.tc_ring) : "") +
+         (c.tc_bulk == 1 ? "_bulk" : "");
 }
 
 void PrintTo(const DecodeCase& c, std::ostream* os) {
@@ -83,6 +85,7 @@ class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {
     plan->lane_vectors = c.lane_vectors;
     plan->head_chunk = c.head_chunk;
     plan->tc_ring_stages = c.tc_ring;
+    plan->tc_ring_bulk = c.tc_bulk;
     check(prob, *plan, name(c));
   }
 };
@@ -181,13 +184,15 @@ std::vector<DecodeCase> cases() {
       {DType::kBF16, 8, 2, 128, 3, 0},     // odd block size
       {DType::kFP16, 16, 2, 128, 1, 32},   // group of 8, token mode, split
   };
-  // Each in both forms: K/V waiting in registers, and in a shared-memory ring of 2 or 3 stages.
+  // Each in every form: K/V waiting in registers, and in a shared-memory ring of 2 or 3 stages
+  // filled by cp.async or by bulk row copies (ring < 0 below).
   for (DecodeCase c : tc) {
     c.kernel = DecodeKernel::kTc;
     for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4m3})
-      for (int ring : {0, 2, 3}) {
+      for (int ring : {0, 2, 3, -2, -3}) {
         c.kv = kv;
-        c.tc_ring = ring;
+        c.tc_ring = ring < 0 ? -ring : ring;
+        c.tc_bulk = ring < 0 ? 1 : -1;
         out.push_back(c);
       }
   }
@@ -253,6 +258,14 @@ TEST(DecodeAttentionPlanTest, RejectsBadRingStages) {
   }
   plan->tc_ring_stages = 4;
   check(prob, *plan, "ring of 4");
+  for (int bulk : {2, -2}) {
+    plan->tc_ring_bulk = bulk;
+    EXPECT_EQ(decode_attention(prob.params(), *plan, nullptr, nullptr).code(),
+              StatusCode::kInvalidArgument)
+        << "tc_ring_bulk " << bulk;
+  }
+  plan->tc_ring_bulk = 1;
+  check(prob, *plan, "ring of 4, bulk rows");
 }
 
 // CUDA-graph use: a graph captured once around decode_attention with a bounded plan, replayed

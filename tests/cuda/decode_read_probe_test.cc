@@ -30,7 +30,21 @@ struct ProbeCase {
   std::vector<int> lens;
 };
 
-void check_probe(const ProbeCase& c, int depth, std::mt19937& rng) {
+const char* staging_name(ReadProbeStaging s) {
+  switch (s) {
+    case ReadProbeStaging::kRegisters:
+      return "registers";
+    case ReadProbeStaging::kCpAsync:
+      return "cp.async";
+    default:
+      return "bulk rows";
+  }
+}
+
+constexpr ReadProbeStaging kStagings[] = {ReadProbeStaging::kRegisters, ReadProbeStaging::kCpAsync,
+                                          ReadProbeStaging::kBulkRows};
+
+void check_probe(const ProbeCase& c, ReadProbeStaging staging, int depth, std::mt19937& rng) {
   const int kv_heads = 2, heads = 8, D = 128, W = kReadProbeWarps;
   const size_t elem = c.fp8 ? 1 : 2, row = D * elem, slot_bytes = kv_heads * row;
   Batch b;
@@ -64,7 +78,8 @@ void check_probe(const ProbeCase& c, int depth, std::mt19937& rng) {
   p.num_heads = heads;
   p.num_kv_heads = kv_heads;
   if (c.fp8) p.kv_dtype = KvCacheDtype::kFp8E4m3;
-  ASSERT_TRUE(decode_read_probe(p, depth, 0, sink.as<uint32_t>(), nullptr).ok());
+  const Status st = decode_read_probe(p, staging, depth, 0, sink.as<uint32_t>(), nullptr);
+  ASSERT_TRUE(st.ok()) << st.to_string();
   std::vector<uint32_t> got(poison.size());
   ASSERT_TRUE(copy(got.data(), sink.data(), got.size() * 4).ok());
   for (int s = 0; s < S; ++s)
@@ -80,18 +95,19 @@ void check_probe(const ProbeCase& c, int depth, std::mt19937& rng) {
           want ^= xor_words(&k[off], row) ^ xor_words(&v[off], row);
         }
         EXPECT_EQ(got[(static_cast<size_t>(s) * kv_heads + h) * W + w], want)
-            << "fp8 " << c.fp8 << " page " << c.block_size << " depth " << depth << " seq " << s
-            << " (length " << c.lens[s] << ") head " << h << " warp " << w;
+            << staging_name(staging) << " fp8 " << c.fp8 << " page " << c.block_size << " depth "
+            << depth << " seq " << s << " (length " << c.lens[s] << ") head " << h << " warp " << w;
       }
 }
 
 TEST(DecodeReadProbe, FoldsExactlyTheRowsTcReads) {
   FOLIO_REQUIRE_GPU();
   std::mt19937 rng(11);
-  for (bool fp8 : {false, true})
-    for (int bs : {16, 1, 7})
-      for (int depth : {1, 2, 3})
-        check_probe({fp8, bs, {1, 15, 16, 17, 64, 65, 100, 2049}}, depth, rng);
+  for (ReadProbeStaging staging : kStagings)
+    for (bool fp8 : {false, true})
+      for (int bs : {16, 1, 7})
+        for (int depth = 1; depth <= read_probe_max_depth(staging); ++depth)
+          check_probe({fp8, bs, {1, 15, 16, 17, 64, 65, 100, 2049}}, staging, depth, rng);
 }
 
 TEST(DecodeReadProbe, RejectsBadArguments) {
@@ -102,12 +118,19 @@ TEST(DecodeReadProbe, RejectsBadArguments) {
   ASSERT_TRUE(sink.ok());
   auto p = params(b, 16, nullptr, nullptr, nullptr, nullptr);
   uint32_t* out = static_cast<uint32_t*>(sink->data());
-  EXPECT_EQ(decode_read_probe(p, 0, 0, out, nullptr).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(decode_read_probe(p, 4, 0, out, nullptr).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(decode_read_probe(p, 2, 9, out, nullptr).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(decode_read_probe(p, 2, 0, nullptr, nullptr).code(), StatusCode::kInvalidArgument);
+  const auto regs = ReadProbeStaging::kRegisters, bulk = ReadProbeStaging::kBulkRows;
+  auto code = [&](ReadProbeStaging staging, int depth, int bps, uint32_t* sink_ptr) {
+    return decode_read_probe(p, staging, depth, bps, sink_ptr, nullptr).code();
+  };
+  EXPECT_EQ(code(regs, 0, 0, out), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(regs, 4, 0, out), StatusCode::kInvalidArgument);  // 4-6: staged forms only
+  EXPECT_EQ(code(bulk, 7, 0, out), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(ReadProbeStaging::kCpAsync, 0, 0, out), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(static_cast<ReadProbeStaging>(7), 2, 0, out), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(regs, 2, 9, out), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(bulk, 2, 0, nullptr), StatusCode::kInvalidArgument);
   p.head_dim = 64;
-  EXPECT_EQ(decode_read_probe(p, 2, 0, out, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(bulk, 2, 0, out), StatusCode::kInvalidArgument);
 }
 
 // tc's ceiling per K1 shape (k1_shapes, k1_pages): the probe queued behind an L2 eviction, as
@@ -146,27 +169,36 @@ TEST(AttentionBench, K1ReadCeiling) {
         auto p = params(b, bs, nullptr, buf.kc->data(), buf.vc->data(), nullptr);
         if (fp8) p.kv_dtype = KvCacheDtype::kFp8E4m3;  // the same buffers read as e4m3 bytes
         const double bytes = 2.0 * c.batch * c.ctx * slot_bytes / (fp8 ? 2 : 1);
-        std::string line;
-        for (int depth : {1, 2, 3})
-          for (int bps : {2, 3, 0}) {
-            int resident = 0;
-            Status st;
-            const double us = median_us(
-                [&] {
-                  st = decode_read_probe(p, depth, bps, static_cast<uint32_t*>(sink->data()),
-                                         nullptr, &resident);
-                },
-                evict_l2);
-            EXPECT_TRUE(st.ok()) << st.to_string();
-            char item[96];
-            std::snprintf(item, sizeof(item), " | d%d x%d: %.1f us %.0f%%", depth, resident, us,
-                          100.0 * bytes / us / 1e6 / copy_q_tbps);
-            line += item;
-          }
-        std::printf(
-            "K1 read ceiling b%d L%d page %d%s (depth x blocks per SM, queued, %% of "
-            "queued copy)%s\n",
-            c.batch, c.ctx, bs, fp8 ? " fp8" : "", line.c_str());
+        for (ReadProbeStaging staging : kStagings) {
+          // Registers: tc's depths at capped residencies (padding shrinks L1: NOTES.md); staged:
+          // the shared memory decides, or at most 2 blocks per SM.
+          const bool regs = staging == ReadProbeStaging::kRegisters;
+          const std::vector<int> depths =
+              regs ? std::vector<int>{1, 2, 3} : std::vector<int>{1, 2, 3, 4, 6};
+          const std::vector<int> caps = regs ? std::vector<int>{2, 3, 0} : std::vector<int>{0, 2};
+          std::string line;
+          for (int depth : depths)
+            for (int bps : caps) {
+              int resident = 0;
+              Status st;
+              const double us = median_us(
+                  [&] {
+                    st =
+                        decode_read_probe(p, staging, depth, bps,
+                                          static_cast<uint32_t*>(sink->data()), nullptr, &resident);
+                  },
+                  evict_l2);
+              EXPECT_TRUE(st.ok()) << st.to_string();
+              char item[96];
+              std::snprintf(item, sizeof(item), " | d%d x%d: %.1f us %.0f%%", depth, resident, us,
+                            100.0 * bytes / us / 1e6 / copy_q_tbps);
+              line += item;
+            }
+          std::printf(
+              "K1 read ceiling b%d L%d page %d%s %s (depth x blocks per SM, queued, %% of "
+              "queued copy)%s\n",
+              c.batch, c.ctx, bs, fp8 ? " fp8" : "", staging_name(staging), line.c_str());
+        }
       }
     }
   }

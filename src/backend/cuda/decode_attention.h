@@ -105,6 +105,12 @@ struct DecodePlan {
   // plan, else registers. On the H100 (NOTES.md) the 2-stage ring took an fp8 cache from 83 to
   // 65 us at b32 x 2048 and 262 to 233 at b128 x 2048, and a 16-bit cache from 378 to 452.
   int tc_ring_stages = -1;
+  // tc's ring forms only: how the stages fill. 0: cp.async, 16 bytes per lane per load; 1: one
+  // bulk copy (cp.async.bulk, sm_90) per K or V row, completing on an mbarrier per stage. -1
+  // (the default) picks: FOLIO_TC_RING_BULK=1 when set, else cp.async. On the H200 the read probe
+  // (decode_read_probe.h) read tc's K1 pattern at 94-103% of the copy by bulk rows, 66-74% by
+  // cp.async (NOTES.md, session 31).
+  int tc_ring_bulk = -1;
 };
 
 // The smallest partition a refined plan gives a sequence: one 16-token step per warp of tc.

@@ -39,6 +39,13 @@ int ring_stages(const DecodePlan& plan, int partitions, bool fp8, int block_size
   return tc_ring_default(fp8, partitions, block_size, peak_gbps);
 }
 
+// DecodePlan::tc_ring_bulk resolved: the plan's, else FOLIO_TC_RING_BULK=1 (read once), else the
+// cp.async ring.
+bool ring_bulk(const DecodePlan& plan) {
+  static const bool env = env_int("FOLIO_TC_RING_BULK").value_or(0) == 1;
+  return plan.tc_ring_bulk >= 0 ? plan.tc_ring_bulk == 1 : env;
+}
+
 // V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU (DRAM
 // peak `peak_gbps`; measured on the H100 and the H200), unless FOLIO_TC_L2_AHEAD=k (2..6 on every
 // launch, 0 never) or FOLIO_TC_L2_LINES (1 the line form, 0 the bulk form) say otherwise (read
@@ -55,10 +62,10 @@ TcL2Prefetch l2_prefetch_for(int64_t grid_blocks, double peak_gbps) {
   return p;
 }
 
-template <typename T, typename C, int kRing>
+template <typename T, typename C, int kRing, bool kBulk = false>
 Status launch_form(const V2Args<T>& a, const dim3& grid, void* stream) {
-  const auto kernel = decode_tc_kernel<T, C, kRing>;
-  constexpr int smem = kRing == 0 ? 0 : tc::ring_smem_bytes<T, C, kRing>();
+  const auto kernel = decode_tc_kernel<T, C, kRing, kBulk>;
+  constexpr int smem = kRing == 0 ? 0 : tc::ring_smem_bytes<T, C, kRing, kBulk>();
   // The kernel's static shared memory (the fused prologue's rope table) counts against the
   // default 48 KiB too: opt in from a little below it.
   if constexpr (smem > 47 * 1024)
@@ -67,12 +74,15 @@ Status launch_form(const V2Args<T>& a, const dim3& grid, void* stream) {
 }
 
 template <typename T, typename C>
-Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, void* stream) {
+Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, bool bulk, void* stream) {
   const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
-  switch (stages) {
+  switch (stages * (bulk ? -1 : 1)) {
     case 2: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2>(a, grid, stream))); break;
     case 3: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3>(a, grid, stream))); break;
     case 4: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4>(a, grid, stream))); break;
+    case -2: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2, true>(a, grid, stream))); break;
+    case -3: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3, true>(a, grid, stream))); break;
+    case -4: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4, true>(a, grid, stream))); break;
     default: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 0>(a, grid, stream)));
   }
   if (a.max_partitions > 1) {
@@ -111,8 +121,9 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
     a.l2_lines = l2.lines ? 1 : 0;
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
     const int stages = ring_stages(plan, partitions, fp8, p.block_size, peak_gbps);
-    if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, stream);
-    return launch_tc<T, T>(a, p.num_seqs, stages, stream);
+    const bool bulk = ring_bulk(plan);
+    if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, bulk, stream);
+    return launch_tc<T, T>(a, p.num_seqs, stages, bulk, stream);
   });
 }
 

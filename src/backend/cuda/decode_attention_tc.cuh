@@ -38,6 +38,7 @@
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
 #include "backend/cuda/decode_attention_tc_result.cuh"
+#include "backend/cuda/decode_attention_tc_stages.cuh"
 #include "backend/cuda/kernel_trace.cuh"
 #include "backend/cuda/mma_16816.cuh"
 
@@ -53,20 +54,23 @@ constexpr int kSmemBytes = (kWarps * kHeads * kD + 2 * kWarps * kHeads) * 4;
 // lane's own slots [stage][load][lane] of its warp's ring (no barrier: each lane reads back only
 // what it copied) and come to registers just before use, so kRing - 1 chunks are in flight
 // without holding registers. The ring and the partials share the dynamic shared memory.
-template <typename T, typename C>
-constexpr int kLoadsPerLane = 2 * Cache<T, C>::kKLoads + 4 * Cache<T, C>::kVLoads;
-template <typename T, typename C, int kRing>
+// The bulk form (kBulk): a stage of whole rows by bulk copies (decode_attention_tc_stages.cuh),
+// then the barriers [kWarps][kRing].
+template <typename T, typename C, int kRing, bool kBulk>
 constexpr int ring_smem_bytes() {
-  const int ring = kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
+  const int ring = kBulk ? kWarps * kRing * (kBulkStageBytes<C> + 8)
+                         : kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
   return ring > kSmemBytes ? ring : kSmemBytes;
 }
 // Resident blocks per SM the launch bounds ask for: the register form 2 (16-bit: two register
-// buffers) or 3 (fp8), the ring form as many as its shared memory allows, at most 3.
-template <typename T, typename C, int kRing>
+// buffers) or 3 (fp8), the ring forms as many as their shared memory allows, at most 3 (the bulk
+// form 4: 128 registers hold its loop without a chunk's registers in flight).
+template <typename T, typename C, int kRing, bool kBulk>
 constexpr int blocks_per_sm() {
   if (kRing == 0) return sizeof(C) == 1 ? 3 : 2;
-  const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing>() + 1024);
-  return fit < 3 ? fit : 3;
+  const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing, kBulk>() + 1024);
+  const int most = kBulk ? 4 : 3;
+  return fit < most ? fit : most;
 }
 
 }  // namespace tc
@@ -74,9 +78,9 @@ constexpr int blocks_per_sm() {
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads; num_chunks =
 // ceil(group / 8). head_dim 128.
 // kRing 0: the register form; > 0: the ring form with kRing stages (tc::ring_smem_bytes of
-// dynamic shared memory).
-template <typename T, typename C, int kRing>
-__global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
+// dynamic shared memory), filled by cp.async or, kBulk, by bulk row copies.
+template <typename T, typename C, int kRing, bool kBulk>
+__global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk>())
     decode_tc_kernel(V2Args<T> a) {
   using namespace tc;
   using L = Cache<T, C>;
@@ -309,41 +313,65 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing>())
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
   // (no register copies; 240 registers, 2 blocks per SM); an fp8 cache from 3 blocks per SM,
   // which only the copying loop fits (166 registers: 3 x 128 x 166 <= 65536).
-  if constexpr (kRing > 0) {
+  if constexpr (kRing > 0 && kBulk) {
+    constexpr int kStage = kBulkStageBytes<C>;
+    uint8_t* stages = reinterpret_cast<uint8_t*>(tc_dyn_smem) + warp * kRing * kStage;
+    uint64_t* bars = reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(tc_dyn_smem) +
+                                                 kWarps * kRing * kStage) +
+                     warp * kRing;
+    if (lane == 0) {
+      for (int d = 0; d < kRing; ++d) mbarrier_init(bars + d, 1);
+      fence_mbarrier_init();
+    }
+    __syncwarp();
+    auto bulk_issue = [&](int stage, int slot_lane) {
+      issue_chunk_rows<C>(stages + stage * kStage, bars + stage, k_cache, v_cache, slot_stride,
+                          head_off, slot_lane, lane);
+    };
+    // Rows past the end were not copied: whatever they hold (older rows, or anything before the
+    // first fill) would meet P's zeros in P·V, so their V pieces become zeros (a NaN times 0 is
+    // NaN); their scores are masked.
+    auto bulk_read = [&](int stage, int c, ChunkRegs<T, C>& r) {
+      read_chunk_rows(r, stages + stage * kStage, pg, g, t);
+      if ((c + 1) * kChunk > n) {  // warp-uniform: the partition's last, partial chunk
+#pragma unroll
+        for (int x = 0; x < 4; ++x)
+          if (c * kChunk + 4 * t + x >= n)
+#pragma unroll
+            for (int j = 0; j < L::kVLoads; ++j) r.v[x][j] = make_uint4(0, 0, 0, 0);
+      }
+    };
+    after_wait();
+    // Every stage in flight before the loop. Iteration i takes chunk i (of this warp: the
+    // (i / kRing)-th fill of stage i % kRing, awaited with that parity) into registers, refills
+    // its stage with chunk i + kRing at once, then computes: kRing chunks stay in flight through
+    // the arithmetic, as in the read probe (the cp.async ring below keeps kRing - 1).
+#pragma unroll
+    for (int i = 0; i < kRing; ++i) bulk_issue(i, slot_of(warp + i * kWarps));
+    int slot_ahead = slot_of(warp + kRing * kWarps);
+#pragma unroll 1
+    for (int c = warp, i = 0; c < nch; c += kWarps, ++i) {  // warp-uniform
+      const int stage = i % kRing;
+      mbarrier_wait_parity(bars + stage, (i / kRing) & 1);
+      ChunkRegs<T, C> cur;
+      bulk_read(stage, c, cur);
+      __syncwarp();  // every lane has read the stage before it is refilled
+      bulk_issue(stage, slot_ahead);
+      slot_ahead = slot_of(c + (kRing + 1) * kWarps);
+      if (c == fresh_chunk) refetch(cur);  // warp-uniform
+      compute(cur, c);
+    }
+    __syncthreads();  // every copy has landed (those past the end copy nothing): the partials
+  } else if constexpr (kRing > 0) {
     constexpr int kPer = kLoadsPerLane<T, C>;
     uint4* ring = tc_dyn_smem + warp * (kRing * kPer * 32) + lane;  // [stage][load][lane]
     auto ring_issue = [&](int stage, int slot_lane) {
-      uint4* dst = ring + stage * kPer * 32;
-      int q = 0;
-#pragma unroll
-      for (int x = 0; x < 2; ++x) {
-        const int sl = __shfl_sync(0xffffffffu, slot_lane, pg + 2 * x);
-        const C* row = k_cache + (sl >= 0 ? sl * slot_stride + head_off : 0);
-#pragma unroll
-        for (int j = 0; j < L::kKLoads; ++j, ++q)
-          cp_async16(dst + q * 32, row + L::k_load_elem(j, t), sl >= 0);
-      }
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int sl = __shfl_sync(0xffffffffu, slot_lane, 4 * t + x);
-        const C* row = v_cache + (sl >= 0 ? sl * slot_stride + head_off : 0);
-#pragma unroll
-        for (int j = 0; j < L::kVLoads; ++j, ++q)
-          cp_async16(dst + q * 32, row + L::v_load_elem(j, g), sl >= 0);
-      }
+      issue_chunk_async<T, C>(ring + stage * kPer * 32, k_cache, v_cache, slot_stride, head_off,
+                              slot_lane, pg, g, t);
       cp_async_commit();
     };
     auto ring_read = [&](int stage, ChunkRegs<T, C>& r) {
-      const uint4* src = ring + stage * kPer * 32;
-      int q = 0;
-#pragma unroll
-      for (int x = 0; x < 2; ++x)
-#pragma unroll
-        for (int j = 0; j < L::kKLoads; ++j, ++q) r.k[x][j] = src[q * 32];
-#pragma unroll
-      for (int x = 0; x < 4; ++x)
-#pragma unroll
-        for (int j = 0; j < L::kVLoads; ++j, ++q) r.v[x][j] = src[q * 32];
+      read_chunk_async(r, ring + stage * kPer * 32);
     };
     after_wait();
     // Chunks warp + i kWarps, i < kRing - 1, in flight before the loop; iteration i issues

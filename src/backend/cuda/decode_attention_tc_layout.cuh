@@ -109,6 +109,10 @@ struct Cache<T, uint8_t> {
   }
 };
 
+// 16-byte loads per lane per 16-token chunk (16-bit cache: 16, fp8: 8).
+template <typename T, typename C>
+constexpr int kLoadsPerLane = 2 * Cache<T, C>::kKLoads + 4 * Cache<T, C>::kVLoads;
+
 template <typename T, typename C>
 struct ChunkRegs {
   uint4 k[2][Cache<T, C>::kKLoads];  // K rows pi(g), pi(g) + 2
