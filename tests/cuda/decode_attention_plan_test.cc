@@ -209,9 +209,10 @@ TEST(DecodeTcL2AheadTest, DefaultByGridAndBandwidth) {
   EXPECT_TRUE(is(tc_l2_prefetch_default(256 * 1000, 0), 0, false));
 }
 
-// tc's default form (decode_tc_ring.h): the ring of 2 only for an fp8 cache in an unsplit plan
-// below the fast-DRAM rate (the H100, or a GPU of unknown rate) or in token mode; registers
-// otherwise.
+// tc's default form (decode_tc_ring.h): the cp.async ring of 2 only for an fp8 cache in an
+// unsplit plan below the fast-DRAM rate (the H100, or a GPU of unknown rate) or in token mode;
+// the bulk ring of 2 read as fragments for a 16-bit cache in an unsplit paged plan on fast DRAM;
+// registers otherwise.
 TEST(DecodeTcRingTest, DefaultByCachePlanPageAndBandwidth) {
   constexpr double kH100 = 3352, kH200 = 4800;
   EXPECT_EQ(tc_ring_default(true, 1, 16, kH100), kTcFp8RingStages);
@@ -221,12 +222,27 @@ TEST(DecodeTcRingTest, DefaultByCachePlanPageAndBandwidth) {
   EXPECT_EQ(tc_ring_default(true, 1, 16, kH200), 0);
   EXPECT_EQ(tc_ring_default(true, 1, 32, kH200), 0);
   EXPECT_EQ(tc_ring_default(true, 1, 16, kFastDramGbps), 0);
-  EXPECT_EQ(tc_ring_default(false, 1, 16, kH200), 0);
   EXPECT_EQ(tc_ring_default(true, 1, 1, kH200), kTcFp8RingStages);  // token mode: the ring
   EXPECT_EQ(tc_ring_default(true, 1, 8, kH200), 0);
   EXPECT_EQ(tc_ring_default(true, 1, 8, kH100), kTcFp8RingStages);
   EXPECT_EQ(tc_ring_default(true, 32, 1, kH200), 0);  // split token mode: registers
   EXPECT_EQ(tc_ring_default(false, 1, 1, kH200), 0);
+  // A 16-bit cache: the bulk ring of 2 read as fragments in unsplit paged plans on fast DRAM.
+  EXPECT_EQ(tc_ring_default(false, 1, 16, kH200), kTcFragRingStages);
+  EXPECT_EQ(tc_ring_default(false, 1, 8, kFastDramGbps), kTcFragRingStages);
+  EXPECT_EQ(tc_ring_default(false, 32, 16, kH200), 0);  // split: registers
+  for (bool fp8 : {false, true})
+    for (int parts : {1, 32})
+      for (int bs : {1, 8, 16})
+        for (double gbps : {0.0, kH100, kH200}) {
+          const bool frags = !fp8 && parts == 1 && bs > 1 && gbps == kH200;
+          EXPECT_EQ(tc_ring_fill_default(fp8, parts, bs, gbps),
+                    frags ? kTcFillBulkFrags : kTcFillCpAsync)
+              << fp8 << " " << parts << " " << bs << " " << gbps;
+          if (frags) {
+            EXPECT_EQ(tc_ring_default(fp8, parts, bs, gbps), kTcFragRingStages);
+          }
+        }
 }
 
 // The rate the policy reads: the driver's clock and bus width give a datasheet-like figure.

@@ -48,7 +48,7 @@ std::string name(const DecodeCase& c) {
          (c.head_chunk ? "_hc" + std::to_string(c.head_chunk) : "") +
          (c.kv == KvCacheDtype::kFp8E4m3 ? "_fp8" : "") +
          (c.tc_ring >= 0 ? "_ring" + std::to_string(c.tc_ring) : "") +
-         (c.tc_bulk == 1 ? "_bulk" : "");
+         (c.tc_ring > 0 && c.tc_bulk == 1 ? "_bulk" : c.tc_ring > 0 && c.tc_bulk == 2 ? "_frags" : "");
 }
 
 void PrintTo(const DecodeCase& c, std::ostream* os) {
@@ -185,14 +185,19 @@ std::vector<DecodeCase> cases() {
       {DType::kFP16, 16, 2, 128, 1, 32},   // group of 8, token mode, split
   };
   // Each in every form: K/V waiting in registers, and in a shared-memory ring of 2 or 3 stages
-  // filled by cp.async or by bulk row copies (ring < 0 below).
+  // filled by cp.async (fill 0) or by bulk row copies read back as pieces (1) or as fragments
+  // (2; an fp8 cache falls back to 1).
+  struct Form {
+    int ring, fill;
+  };
   for (DecodeCase c : tc) {
     c.kernel = DecodeKernel::kTc;
     for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFp8E4m3})
-      for (int ring : {0, 2, 3, -2, -3}) {
+      for (Form f : {Form{0, 0}, Form{2, 0}, Form{3, 0}, Form{2, 1}, Form{3, 1}, Form{2, 2},
+                     Form{3, 2}}) {
         c.kv = kv;
-        c.tc_ring = ring < 0 ? -ring : ring;
-        c.tc_bulk = ring < 0 ? 1 : -1;
+        c.tc_ring = f.ring;
+        c.tc_bulk = f.fill;  // explicit: -1 would take the default (fragments on the H200)
         out.push_back(c);
       }
   }
@@ -258,7 +263,7 @@ TEST(DecodeAttentionPlanTest, RejectsBadRingStages) {
   }
   plan->tc_ring_stages = 4;
   check(prob, *plan, "ring of 4");
-  for (int bulk : {2, -2}) {
+  for (int bulk : {3, -2}) {
     plan->tc_ring_bulk = bulk;
     EXPECT_EQ(decode_attention(prob.params(), *plan, nullptr, nullptr).code(),
               StatusCode::kInvalidArgument)
@@ -266,6 +271,8 @@ TEST(DecodeAttentionPlanTest, RejectsBadRingStages) {
   }
   plan->tc_ring_bulk = 1;
   check(prob, *plan, "ring of 4, bulk rows");
+  plan->tc_ring_bulk = 2;
+  check(prob, *plan, "ring of 4, bulk rows as fragments");
 }
 
 // CUDA-graph use: a graph captured once around decode_attention with a bounded plan, replayed

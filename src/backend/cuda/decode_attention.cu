@@ -270,8 +270,8 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
   if (plan.tc_ring_stages != -1 && plan.tc_ring_stages != 0 &&
       (plan.tc_ring_stages < 2 || plan.tc_ring_stages > 4))
     return invalid_argument("decode_attention: tc_ring_stages must be -1, 0, 2, 3 or 4");
-  if (plan.tc_ring_bulk < -1 || plan.tc_ring_bulk > 1)
-    return invalid_argument("decode_attention: tc_ring_bulk must be -1, 0 or 1");
+  if (plan.tc_ring_bulk < -1 || plan.tc_ring_bulk > 2)
+    return invalid_argument("decode_attention: tc_ring_bulk must be -1, 0, 1 or 2");
   if (p.num_seqs == 0) return Status();
   if (p.num_seqs > 65535) return invalid_argument("decode_attention: more than 65535 sequences");
   if (plan.workspace_bytes > 0 && workspace == nullptr)

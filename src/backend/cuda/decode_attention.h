@@ -100,16 +100,20 @@ struct DecodePlan {
   bool step_split = false;
   // tc only, a knob the bench and tests compare: how a warp's next chunks of K/V wait. 0: in
   // registers (two buffers taking turns on a 16-bit cache); 2..4: a ring of that many stages in
-  // shared memory filled by cp.async (decode_attention_tc.cuh). -1 (the default) picks:
-  // FOLIO_TC_RING (0, 2, 3 or 4) when set, else the ring of 2 for an fp8 cache in an unsplit
-  // plan, else registers. On the H100 (NOTES.md) the 2-stage ring took an fp8 cache from 83 to
-  // 65 us at b32 x 2048 and 262 to 233 at b128 x 2048, and a 16-bit cache from 378 to 452.
+  // shared memory (decode_attention_tc.cuh), filled as tc_ring_bulk says. -1 (the default)
+  // picks: FOLIO_TC_RING (0, 2, 3 or 4) when set, else decode_tc_ring.h's default (the ring of
+  // 2 for an fp8 cache in an unsplit plan below fast DRAM or in token mode, and for a 16-bit
+  // cache in an unsplit paged plan on fast DRAM; else registers). On the H100 (NOTES.md) the
+  // cp.async ring of 2 took an fp8 cache from 83 to 65 us at b32 x 2048 and 262 to 233 at b128
+  // x 2048, and a 16-bit cache from 378 to 452.
   int tc_ring_stages = -1;
   // tc's ring forms only: how the stages fill. 0: cp.async, 16 bytes per lane per load; 1: one
-  // bulk copy (cp.async.bulk, sm_90) per K or V row, completing on an mbarrier per stage. -1
-  // (the default) picks: FOLIO_TC_RING_BULK=1 when set, else cp.async. On the H200 the read probe
-  // (decode_read_probe.h) read tc's K1 pattern at 94-103% of the copy by bulk rows, 66-74% by
-  // cp.async (NOTES.md, session 31).
+  // bulk copy (cp.async.bulk, sm_90) per K or V row, completing on an mbarrier per stage, read
+  // back as the register form's pieces; 2: the same rows read back as mma fragments by ldmatrix
+  // (a 16-bit cache; an fp8 cache takes 1). -1 (the default) picks: FOLIO_TC_RING_BULK (0, 1 or
+  // 2) when set, else decode_tc_ring.h's default (2 where its ring is a 16-bit cache's, else
+  // 0). On the H200 the read probe (decode_read_probe.h) read tc's K1 pattern at 94-103% of the
+  // copy by bulk rows, 66-74% by cp.async (NOTES.md, session 31).
   int tc_ring_bulk = -1;
 };
 

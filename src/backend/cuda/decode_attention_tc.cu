@@ -20,7 +20,8 @@ std::optional<int> env_int(const char* name) {
   return std::atoi(e);
 }
 
-// FOLIO_TC_RING (0, 2, 3 or 4) when set, else -1. Read once.
+// FOLIO_TC_RING (0, 2, 3 or 4) when set, else -1. Read once. (0: the register form, the default
+// before session 31 for a 16-bit cache.)
 int ring_from_env() {
   static const int stages = [] {
     const int v = env_int("FOLIO_TC_RING").value_or(-1);
@@ -39,11 +40,16 @@ int ring_stages(const DecodePlan& plan, int partitions, bool fp8, int block_size
   return tc_ring_default(fp8, partitions, block_size, peak_gbps);
 }
 
-// DecodePlan::tc_ring_bulk resolved: the plan's, else FOLIO_TC_RING_BULK=1 (read once), else the
-// cp.async ring.
-bool ring_bulk(const DecodePlan& plan) {
-  static const bool env = env_int("FOLIO_TC_RING_BULK").value_or(0) == 1;
-  return plan.tc_ring_bulk >= 0 ? plan.tc_ring_bulk == 1 : env;
+// DecodePlan::tc_ring_bulk resolved (tc::kFill*): the plan's, else FOLIO_TC_RING_BULK (0, 1 or
+// 2; read once), else decode_tc_ring.h's default, as ring_stages.
+int ring_fill(const DecodePlan& plan, int partitions, bool fp8, int block_size, double peak_gbps) {
+  static const int env = [] {
+    const int v = env_int("FOLIO_TC_RING_BULK").value_or(-1);
+    return v >= 0 && v <= 2 ? v : -1;
+  }();
+  if (plan.tc_ring_bulk >= 0) return plan.tc_ring_bulk;
+  if (env >= 0) return env;
+  return tc_ring_fill_default(fp8, partitions, block_size, peak_gbps);
 }
 
 // V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU (DRAM
@@ -62,10 +68,10 @@ TcL2Prefetch l2_prefetch_for(int64_t grid_blocks, double peak_gbps) {
   return p;
 }
 
-template <typename T, typename C, int kRing, bool kBulk = false>
+template <typename T, typename C, int kRing, int kFill = tc::kFillCpAsync>
 Status launch_form(const V2Args<T>& a, const dim3& grid, void* stream) {
-  const auto kernel = decode_tc_kernel<T, C, kRing, kBulk>;
-  constexpr int smem = kRing == 0 ? 0 : tc::ring_smem_bytes<T, C, kRing, kBulk>();
+  const auto kernel = decode_tc_kernel<T, C, kRing, kFill>;
+  constexpr int smem = kRing == 0 ? 0 : tc::ring_smem_bytes<T, C, kRing, kFill>();
   // The kernel's static shared memory (the fused prologue's rope table) counts against the
   // default 48 KiB too: opt in from a little below it.
   if constexpr (smem > 47 * 1024)
@@ -74,15 +80,21 @@ Status launch_form(const V2Args<T>& a, const dim3& grid, void* stream) {
 }
 
 template <typename T, typename C>
-Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, bool bulk, void* stream) {
+Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, int fill, void* stream) {
   const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
-  switch (stages * (bulk ? -1 : 1)) {
+  // Fragments by ldmatrix take a 16-bit cache; an fp8 cache reads its bulk rows as pieces.
+  if (sizeof(C) == 1 && fill == tc::kFillBulkFrags) fill = tc::kFillBulkRows;
+  constexpr int kFrags = sizeof(C) == 2 ? tc::kFillBulkFrags : tc::kFillBulkRows;
+  switch (stages == 0 ? 0 : 10 * fill + stages) {
     case 2: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2>(a, grid, stream))); break;
     case 3: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3>(a, grid, stream))); break;
     case 4: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4>(a, grid, stream))); break;
-    case -2: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2, true>(a, grid, stream))); break;
-    case -3: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3, true>(a, grid, stream))); break;
-    case -4: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4, true>(a, grid, stream))); break;
+    case 12: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2, tc::kFillBulkRows>(a, grid, stream))); break;
+    case 13: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3, tc::kFillBulkRows>(a, grid, stream))); break;
+    case 14: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4, tc::kFillBulkRows>(a, grid, stream))); break;
+    case 22: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2, kFrags>(a, grid, stream))); break;
+    case 23: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3, kFrags>(a, grid, stream))); break;
+    case 24: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4, kFrags>(a, grid, stream))); break;
     default: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 0>(a, grid, stream)));
   }
   if (a.max_partitions > 1) {
@@ -121,9 +133,9 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
     a.l2_lines = l2.lines ? 1 : 0;
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
     const int stages = ring_stages(plan, partitions, fp8, p.block_size, peak_gbps);
-    const bool bulk = ring_bulk(plan);
-    if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, bulk, stream);
-    return launch_tc<T, T>(a, p.num_seqs, stages, bulk, stream);
+    const int fill = ring_fill(plan, partitions, fp8, p.block_size, peak_gbps);
+    if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, fill, stream);
+    return launch_tc<T, T>(a, p.num_seqs, stages, fill, stream);
   });
 }
 

@@ -31,8 +31,13 @@
 // The register forms issue their first chunk before pdl_wait (V2Args::early); this step's token
 // is then masked from the regular loads and re-read from L2 once written. With
 // PagedAttentionParams::qkv_post the blocks do qkv_post's work first (decode_attention_tc_qkv.cuh).
+// The ring forms (kRing > 0) stage chunks in shared memory instead, by cp.async or by bulk row
+// copies read back as the register pieces or, over a 16-bit cache, as ldmatrix fragments
+// (decode_attention_tc_stages.cuh; RowsLayout's natural dim order).
 // Layouts per cache element type: decode_attention_tc_layout.cuh.
 #pragma once
+
+#include <type_traits>
 
 #include "backend/cuda/decode_attention_partitions.cuh"
 #include "backend/cuda/decode_attention_tc_layout.cuh"
@@ -54,22 +59,28 @@ constexpr int kSmemBytes = (kWarps * kHeads * kD + 2 * kWarps * kHeads) * 4;
 // lane's own slots [stage][load][lane] of its warp's ring (no barrier: each lane reads back only
 // what it copied) and come to registers just before use, so kRing - 1 chunks are in flight
 // without holding registers. The ring and the partials share the dynamic shared memory.
-// The bulk form (kBulk): a stage of whole rows by bulk copies (decode_attention_tc_stages.cuh),
-// then the barriers [kWarps][kRing].
-template <typename T, typename C, int kRing, bool kBulk>
+// The bulk forms (kFill 1, 2): a stage of whole rows by bulk copies, read back as the register
+// form's pieces (1) or, over a 16-bit cache, as mma fragments by ldmatrix (2;
+// decode_attention_tc_stages.cuh), then the barriers [kWarps][kRing].
+constexpr int kFillCpAsync = 0, kFillBulkRows = 1, kFillBulkFrags = 2;
+template <typename T, typename C, int kFill>
+constexpr int bulk_stage_bytes() {
+  return kFill == kFillBulkFrags ? kFragStageBytes : kBulkStageBytes<C>;
+}
+template <typename T, typename C, int kRing, int kFill>
 constexpr int ring_smem_bytes() {
-  const int ring = kBulk ? kWarps * kRing * (kBulkStageBytes<C> + 8)
-                         : kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
+  const int ring = kFill != kFillCpAsync ? kWarps * kRing * (bulk_stage_bytes<T, C, kFill>() + 8)
+                                         : kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
   return ring > kSmemBytes ? ring : kSmemBytes;
 }
 // Resident blocks per SM the launch bounds ask for: the register form 2 (16-bit: two register
 // buffers) or 3 (fp8), the ring forms as many as their shared memory allows, at most 3 (the bulk
 // form 4: 128 registers hold its loop without a chunk's registers in flight).
-template <typename T, typename C, int kRing, bool kBulk>
+template <typename T, typename C, int kRing, int kFill>
 constexpr int blocks_per_sm() {
   if (kRing == 0) return sizeof(C) == 1 ? 3 : 2;
-  const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing, kBulk>() + 1024);
-  const int most = kBulk ? 4 : 3;
+  const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing, kFill>() + 1024);
+  const int most = kFill != kFillCpAsync ? 4 : 3;
   return fit < most ? fit : most;
 }
 
@@ -78,12 +89,15 @@ constexpr int blocks_per_sm() {
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads; num_chunks =
 // ceil(group / 8). head_dim 128.
 // kRing 0: the register form; > 0: the ring form with kRing stages (tc::ring_smem_bytes of
-// dynamic shared memory), filled by cp.async or, kBulk, by bulk row copies.
-template <typename T, typename C, int kRing, bool kBulk>
-__global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk>())
+// dynamic shared memory), filled per kFill (tc::kFillCpAsync, kFillBulkRows, kFillBulkFrags: a
+// 16-bit cache only).
+template <typename T, typename C, int kRing, int kFill>
+__global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kFill>())
     decode_tc_kernel(V2Args<T> a) {
   using namespace tc;
-  using L = Cache<T, C>;
+  constexpr bool kFrags = kRing > 0 && kFill == kFillBulkFrags;
+  static_assert(!kFrags || sizeof(C) == 2, "fragments by ldmatrix need a 16-bit cache");
+  using L = std::conditional_t<kFrags, RowsLayout<T>, Cache<T, C>>;
   using Mma = typename L::Mma;
   // Measuring builds (kernel_trace.cuh), words per block: 0 entry, 1 SM, 2-5 each warp's loop
   // end, 6 warp 0's first chunk done, 7 end, 8 warp 0's first slot known, 9 warp 0's q ready,
@@ -137,14 +151,17 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
   // the early reads nor the fusion are on): never read with the other tokens of its chunk but
   // afterwards, from L2 (refetch below), once it is written.
   const int fresh = (a.early || fused) && start + n == a.context_lens[s] ? n - 1 : -1;
-  const int fresh_chunk = fresh >= 0 ? fresh / kChunk : -1, fresh_row = fresh % kChunk;
+  // The fragment form copies `fresh` with the rest (after_wait wrote it, or the previous kernel
+  // did before pdl_wait) rather than patching a fragment: nothing is skipped or refetched.
+  const int skipped = kFrags ? -1 : fresh;
+  const int fresh_chunk = skipped >= 0 ? skipped / kChunk : -1, fresh_row = fresh % kChunk;
   const int fresh_slot = fresh >= 0 ? slot_at(start + fresh) : -1;
   // Lane L < 16: the slot of token L of chunk c, -1 past the partition's end (and for `fresh`).
   // Lane L >= 16, with c_ahead >= 0: the slot of token L - 16 of chunk c_ahead, the chunk the
   // register forms prefetch into L2 a step later (V2Args::l2_ahead); else -1.
   auto slot_of = [&](int c, int c_ahead = -1) {
     const int tok = lane < kChunk ? c * kChunk + lane : c_ahead * kChunk + (lane - kChunk);
-    if (tok < 0 || tok >= n || tok == fresh) return -1;
+    if (tok < 0 || tok >= n || tok == skipped) return -1;
     return slot_at(start + tok);
   };
   // Lanes >= 16: their token's K and V rows into L2 (slot from slot_of's c_ahead; the token of
@@ -172,11 +189,11 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
     const int head = h0 + min(g, gcount - 1);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int d = L::kdim(j, t);
       float lo[4], hi[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        tc::roped_q_pair(a, src, head, d + e, rope_cs, lo[e], hi[e]);
+      for (int e = 0; e < 4; ++e) {  // b0's dims kdim, + 1; b1's kdim_hi, + 1
+        const int d = (e < 2 ? L::kdim(j, t) : L::kdim_hi(j, t)) + e % 2;
+        tc::roped_q_pair(a, src, head, d, rope_cs, lo[e], hi[e]);
         if (g >= gcount) lo[e] = hi[e] = 0.f;
       }
       qb0[j] = pack2<Mma>(lo[0], lo[1]);
@@ -190,10 +207,12 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
     const T* q = a.q + (static_cast<int64_t>(row) * a.num_heads + h0 + min(g, gcount - 1)) * kD;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int d = L::kdim(j, t);
       float f[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) f[e] = g < gcount ? to_float(q[d + e]) : 0.f;
+      for (int e = 0; e < 4; ++e) {  // b0's dims kdim, + 1; b1's kdim_hi, + 1
+        const int d = (e < 2 ? L::kdim(j, t) : L::kdim_hi(j, t)) + e % 2;
+        f[e] = g < gcount ? to_float(q[d]) : 0.f;
+      }
       qb0[j] = pack2<Mma>(f[0], f[1]);
       qb1[j] = pack2<Mma>(f[2], f[3]);
     }
@@ -212,7 +231,9 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
   // chunk c, in `cur`, is scored and accumulated.
   int slot_next = slot_of(warp + kWarps, ahead > 0 ? warp + ahead * kWarps : -1);
   // Chunk c, in `cur`: scored and accumulated.
-  auto compute = [&](const ChunkRegs<T, C>& cur, int c) {
+  // cur: the register form's pieces (ChunkRegs) or, in the fragment form, the fragments.
+  auto compute = [&](const auto& cur, int c) {
+    constexpr bool kFromFrags = std::is_same_v<std::decay_t<decltype(cur)>, ChunkFrags>;
     // S^T = K · q^T: A = the chunk's K (row g: token pi(g), row g + 8: token pi(g) + 2; the
     // lane's K pieces are exactly that A fragment), B = q^T (n = q head). Lane (g, t) gets the
     // scores of tokens pi(g) (s[0], s[1]) and pi(g) + 2 (s[2], s[3]) for heads 2t, 2t + 1.
@@ -220,8 +241,13 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       uint32_t ka[4];
-      L::k_words(cur.k[0], j, ka[0], ka[2]);
-      L::k_words(cur.k[1], j, ka[1], ka[3]);
+      if constexpr (kFromFrags) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ka[e] = cur.k[j][e];
+      } else {
+        L::k_words(cur.k[0], j, ka[0], ka[2]);
+        L::k_words(cur.k[1], j, ka[1], ka[3]);
+      }
       mma_16816<Mma>(s, ka, qb0[j], qb1[j]);
     }
     const int tok = c * kChunk + pg;
@@ -253,7 +279,12 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
       o[i][2] *= alpha_a;
       o[i][3] *= alpha_b;
       uint32_t va[4];
-      L::v_a(cur.v, i, va);
+      if constexpr (kFromFrags) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) va[e] = cur.v[i][e];
+      } else {
+        L::v_a(cur.v, i, va);
+      }
       mma_16816<Mma>(o[i], va, pb0, pb1);
     }
   };
@@ -295,6 +326,7 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
   auto after_wait = [&] {
     if (fused && fresh >= 0) {  // block-uniform
       tc::write_new_kv<T, C>(a, row, kvh, rope_cs, fresh_new_slot);
+      if constexpr (kFrags) fence_proxy_async_global();  // before the bulk copies read it
       __syncthreads();
     }
     load_q();
@@ -313,8 +345,9 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
   // (no register copies; 240 registers, 2 blocks per SM); an fp8 cache from 3 blocks per SM,
   // which only the copying loop fits (166 registers: 3 x 128 x 166 <= 65536).
-  if constexpr (kRing > 0 && kBulk) {
-    constexpr int kStage = kBulkStageBytes<C>;
+  if constexpr (kRing > 0 && kFill != kFillCpAsync) {
+    constexpr int kStage = bulk_stage_bytes<T, C, kFill>();
+    using Chunk = std::conditional_t<kFrags, ChunkFrags, ChunkRegs<T, C>>;
     uint8_t* stages = reinterpret_cast<uint8_t*>(tc_dyn_smem) + warp * kRing * kStage;
     uint64_t* bars = reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(tc_dyn_smem) +
                                                  kWarps * kRing * kStage) +
@@ -325,21 +358,18 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
     }
     __syncwarp();
     auto bulk_issue = [&](int stage, int slot_lane) {
-      issue_chunk_rows<C>(stages + stage * kStage, bars + stage, k_cache, v_cache, slot_stride,
-                          head_off, slot_lane, lane);
+      issue_chunk_rows<C, kFrags>(stages + stage * kStage, bars + stage, k_cache, v_cache,
+                                  slot_stride, head_off, slot_lane, lane);
     };
     // Rows past the end were not copied: whatever they hold (older rows, or anything before the
-    // first fill) would meet P's zeros in P·V, so their V pieces become zeros (a NaN times 0 is
+    // first fill) would meet P's zeros in P·V, so their V parts become zeros (a NaN times 0 is
     // NaN); their scores are masked.
-    auto bulk_read = [&](int stage, int c, ChunkRegs<T, C>& r) {
-      read_chunk_rows(r, stages + stage * kStage, pg, g, t);
-      if ((c + 1) * kChunk > n) {  // warp-uniform: the partition's last, partial chunk
-#pragma unroll
-        for (int x = 0; x < 4; ++x)
-          if (c * kChunk + 4 * t + x >= n)
-#pragma unroll
-            for (int j = 0; j < L::kVLoads; ++j) r.v[x][j] = make_uint4(0, 0, 0, 0);
-      }
+    auto bulk_read = [&](int stage, int c, Chunk& r) {
+      if constexpr (kFrags)
+        read_chunk_frags(r, stages + stage * kStage, lane);
+      else
+        read_chunk_rows(r, stages + stage * kStage, pg, g, t);
+      if ((c + 1) * kChunk > n) zero_v_past_end(r, c * kChunk + 4 * t, n);  // warp-uniform
     };
     after_wait();
     // Every stage in flight before the loop. Iteration i takes chunk i (of this warp: the
@@ -353,12 +383,13 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kBulk
     for (int c = warp, i = 0; c < nch; c += kWarps, ++i) {  // warp-uniform
       const int stage = i % kRing;
       mbarrier_wait_parity(bars + stage, (i / kRing) & 1);
-      ChunkRegs<T, C> cur;
+      Chunk cur;
       bulk_read(stage, c, cur);
       __syncwarp();  // every lane has read the stage before it is refilled
       bulk_issue(stage, slot_ahead);
       slot_ahead = slot_of(c + (kRing + 1) * kWarps);
-      if (c == fresh_chunk) refetch(cur);  // warp-uniform
+      if constexpr (!kFrags)
+        if (c == fresh_chunk) refetch(cur);  // warp-uniform
       compute(cur, c);
     }
     __syncthreads();  // every copy has landed (those past the end copy nothing): the partials

@@ -59,6 +59,8 @@ struct Cache {
   static __device__ __forceinline__ int kdim(int j, int t) {
     return 8 * (4 * (j / 2) + t) + 4 * (j % 2);
   }
+  // The first of the 2 dims in q's b1 / K's a[2], a[3] (every layout: kdim for b0 / a[0], a[1]).
+  static __device__ __forceinline__ int kdim_hi(int j, int t) { return kdim(j, t) + 2; }
   static __device__ __forceinline__ int k_load_elem(int q, int t) { return 8 * (4 * q + t); }
   // One K row's two words of k-step j (its A row's k 2t, 2t + 1 and 2t + 8, 2t + 9).
   static __device__ __forceinline__ void k_words(const uint4 (&k)[kKLoads], int j, uint32_t& lo,
@@ -70,6 +72,7 @@ struct Cache {
   static __device__ __forceinline__ int vdim(int i, int g) {
     return 8 * (g + 8 * (i / 4)) + 2 * (i % 4);
   }
+  static __device__ __forceinline__ int vdim_hi(int i, int g) { return vdim(i, g) + 1; }
   static __device__ __forceinline__ int v_load_elem(int c, int g) { return 8 * (g + 8 * c); }
   // V^T's A fragment of m-tile i from rows r[0..3] (tokens 4t .. 4t + 3).
   static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
@@ -92,12 +95,14 @@ struct Cache<T, uint8_t> {
   static __device__ __forceinline__ int kdim(int j, int t) {
     return 16 * (t + 4 * (j / 4)) + 4 * (j % 4);
   }
+  static __device__ __forceinline__ int kdim_hi(int j, int t) { return kdim(j, t) + 2; }
   static __device__ __forceinline__ int k_load_elem(int q, int t) { return 16 * (t + 4 * q); }
   static __device__ __forceinline__ void k_words(const uint4 (&k)[kKLoads], int j, uint32_t& lo,
                                                  uint32_t& hi) {
     e4m3x4_to_f16x2x2(word(k[j / 4], j % 4), lo, hi);
   }
   static __device__ __forceinline__ int vdim(int i, int g) { return 16 * g + 2 * i; }
+  static __device__ __forceinline__ int vdim_hi(int i, int g) { return vdim(i, g) + 1; }
   static __device__ __forceinline__ int v_load_elem(int, int g) { return 16 * g; }
   static __device__ __forceinline__ void v_a(const uint4 (&v)[4][kVLoads], int i,
                                              uint32_t (&a)[4]) {
@@ -107,6 +112,20 @@ struct Cache<T, uint8_t> {
     e4m3x4_to_f16x2x2(x01, a[0], a[1]);
     e4m3x4_to_f16x2x2(x23, a[2], a[3]);
   }
+};
+
+// A 16-bit cache whose fragments come from whole rows in shared memory by ldmatrix (tc's bulk
+// form read by fragments, decode_attention_tc_stages.cuh): the dims in their natural order, as
+// ldmatrix delivers them. k-step j sums dims 16j .. 16j + 15 (b0 / a[0], a[1]: 16j + 2t, + 1;
+// b1 / a[2], a[3]: + 8); O^T m-tile i holds dims 16i .. 16i + 15 (row g: 16i + g, row g + 8:
+// 16i + 8 + g). The tokens keep tc's order (S^T rows pi(g), pi(g) + 2; P·V's k 4t .. 4t + 3).
+// The rest (the pieces' offsets, used when a register chunk is refetched) is Cache<T, T>'s.
+template <typename T>
+struct RowsLayout : Cache<T, T> {
+  static __device__ __forceinline__ int kdim(int j, int t) { return 16 * j + 2 * t; }
+  static __device__ __forceinline__ int kdim_hi(int j, int t) { return 16 * j + 2 * t + 8; }
+  static __device__ __forceinline__ int vdim(int i, int g) { return 16 * i + g; }
+  static __device__ __forceinline__ int vdim_hi(int i, int g) { return 16 * i + 8 + g; }
 };
 
 // 16-byte loads per lane per 16-token chunk (16-bit cache: 16, fp8: 8).

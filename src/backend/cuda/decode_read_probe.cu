@@ -124,11 +124,7 @@ struct BulkRowStages {
       if (c * tc::kChunk + w.pg + 2 * x >= n)
 #pragma unroll
         for (int q = 0; q < L::kKLoads; ++q) cur.k[x][q] = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-      if (c * tc::kChunk + 4 * w.t + x >= n)
-#pragma unroll
-        for (int q = 0; q < L::kVLoads; ++q) cur.v[x][q] = make_uint4(0, 0, 0, 0);
+    tc::zero_v_past_end(cur, c * tc::kChunk + 4 * w.t, n);
     return cur;
   }
 };

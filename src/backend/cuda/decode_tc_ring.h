@@ -1,7 +1,7 @@
 // Decode kernel tc's default form when the plan leaves it to the launcher
-// (DecodePlan::tc_ring_stages -1): the register form (0) or the shared-memory ring of 2 stages
-// (decode_attention_tc.cuh), a host-side policy kept apart from the launcher so that it can be
-// tested without a GPU.
+// (DecodePlan::tc_ring_stages and tc_ring_bulk -1): the register form (0) or a shared-memory ring
+// of 2 stages filled by cp.async or by bulk row copies (decode_attention_tc.cuh), a host-side
+// policy kept apart from the launcher so that it can be tested without a GPU.
 //
 // Measured (src/backend/cuda/NOTES.md):
 // - A 16-bit cache keeps the register form everywhere (H100, session 9: the ring was 11-22%
@@ -24,7 +24,9 @@
 //   16 (registers ahead from b48: b128 x 8192 688.7 against 739.1).
 // So the ring of 2 for an fp8 cache in an unsplit plan on a GPU below kFastDramGbps (or of
 // unknown rate, 0: what held before the H200 was measured), and in token mode on any GPU.
-// FOLIO_TC_RING (the launcher) and DecodePlan::tc_ring_stages override it.
+// - A 16-bit cache on the H200 (session 31): the bulk ring read as fragments (tc_frags_win).
+// FOLIO_TC_RING / FOLIO_TC_RING_BULK (the launcher) and DecodePlan::tc_ring_stages /
+// tc_ring_bulk override it.
 #pragma once
 
 #include "backend/cuda/fast_dram.h"
@@ -32,13 +34,33 @@
 namespace folio::cuda {
 
 inline constexpr int kTcFp8RingStages = 2;
+inline constexpr int kTcFragRingStages = 2;
+inline constexpr int kTcFillCpAsync = 0, kTcFillBulkFrags = 2;  // DecodePlan::tc_ring_bulk
+
+// A 16-bit cache in an unsplit plan, pages of 2+ tokens, fast DRAM: the bulk ring of 2 read as
+// fragments (H200, session 31: K1 b128 x 2048 269.1 us against 292.5 in registers, b32 75.0 /
+// 77.8, b128 x 8192 1057.4 / 1103.3; B2's wave 9,471 / 9,386 against 9,147 / 9,161 output tok/s).
+// Split plans keep the registers (b1 x 8192 19.9 / 19.7 us, B3 +1%); token mode, pages of 2-15
+// and the H100 were not measured.
+constexpr bool tc_frags_win(bool fp8_cache, int max_partitions, int block_size, double peak_gbps) {
+  return !fp8_cache && max_partitions == 1 && block_size > 1 && fast_dram(peak_gbps);
+}
 
 // `max_partitions`: the plan's (1: unsplit); `block_size`: tokens per cache page (1: token mode);
 // `peak_gbps`: DeviceInfo::peak_memory_gbps (0 when unknown).
 constexpr int tc_ring_default(bool fp8_cache, int max_partitions, int block_size,
                               double peak_gbps) {
+  if (tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps)) return kTcFragRingStages;
   const bool registers_win = fast_dram(peak_gbps) && block_size > 1;
   return fp8_cache && max_partitions == 1 && !registers_win ? kTcFp8RingStages : 0;
+}
+
+// How the default's ring fills (DecodePlan::tc_ring_bulk): bulk rows read as fragments where
+// tc_frags_win, else cp.async.
+constexpr int tc_ring_fill_default(bool fp8_cache, int max_partitions, int block_size,
+                                   double peak_gbps) {
+  return tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps) ? kTcFillBulkFrags
+                                                                        : kTcFillCpAsync;
 }
 
 }  // namespace folio::cuda

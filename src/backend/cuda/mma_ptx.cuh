@@ -18,22 +18,11 @@
 
 #include <cstdint>
 
+#include "backend/cuda/ldmatrix_ptx.cuh"
 #include "backend/cuda/mma_16816.cuh"
 #include "backend/cuda/smem_addr.cuh"
 
 namespace folio::cuda {
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
 
 // 16 bytes global -> shared, bypassing L1; when !valid the destination is zero-filled and `src`
 // is not read (it must still be a valid address expression, so pass any mapped pointer).

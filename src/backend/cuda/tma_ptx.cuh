@@ -25,6 +25,12 @@ __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+// Orders this thread's earlier generic-proxy writes to global memory before later async-proxy
+// reads of them (a bulk copy issued after a barrier that follows this fence).
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
 // One arrival that also raises the phase's expected transaction bytes by `bytes`.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile(
