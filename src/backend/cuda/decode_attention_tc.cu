@@ -40,7 +40,7 @@ int ring_stages(const DecodePlan& plan, int partitions, bool fp8, int block_size
   return tc_ring_default(fp8, partitions, block_size, peak_gbps);
 }
 
-// DecodePlan::tc_ring_bulk resolved (tc::kFill*): the plan's, else FOLIO_TC_RING_BULK (0, 1 or
+// DecodePlan::tc_ring_bulk resolved (kTcFill*): the plan's, else FOLIO_TC_RING_BULK (0, 1 or
 // 2; read once), else decode_tc_ring.h's default, as ring_stages.
 int ring_fill(const DecodePlan& plan, int partitions, bool fp8, int block_size, double peak_gbps) {
   static const int env = [] {
@@ -68,7 +68,7 @@ TcL2Prefetch l2_prefetch_for(int64_t grid_blocks, double peak_gbps) {
   return p;
 }
 
-template <typename T, typename C, int kRing, int kFill = tc::kFillCpAsync>
+template <typename T, typename C, int kRing, int kFill = kTcFillCpAsync>
 Status launch_form(const V2Args<T>& a, const dim3& grid, void* stream) {
   const auto kernel = decode_tc_kernel<T, C, kRing, kFill>;
   constexpr int smem = kRing == 0 ? 0 : tc::ring_smem_bytes<T, C, kRing, kFill>();
@@ -83,15 +83,14 @@ template <typename T, typename C>
 Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, int fill, void* stream) {
   const dim3 grid(a.num_kv_heads * a.num_chunks, num_seqs, a.max_partitions);
   // Fragments by ldmatrix take a 16-bit cache; an fp8 cache reads its bulk rows as pieces.
-  if (sizeof(C) == 1 && fill == tc::kFillBulkFrags) fill = tc::kFillBulkRows;
-  constexpr int kFrags = sizeof(C) == 2 ? tc::kFillBulkFrags : tc::kFillBulkRows;
+  constexpr int kFrags = sizeof(C) == 2 ? kTcFillBulkFrags : kTcFillBulkRows;
   switch (stages == 0 ? 0 : 10 * fill + stages) {
     case 2: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2>(a, grid, stream))); break;
     case 3: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3>(a, grid, stream))); break;
     case 4: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4>(a, grid, stream))); break;
-    case 12: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2, tc::kFillBulkRows>(a, grid, stream))); break;
-    case 13: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3, tc::kFillBulkRows>(a, grid, stream))); break;
-    case 14: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4, tc::kFillBulkRows>(a, grid, stream))); break;
+    case 12: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2, kTcFillBulkRows>(a, grid, stream))); break;
+    case 13: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3, kTcFillBulkRows>(a, grid, stream))); break;
+    case 14: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4, kTcFillBulkRows>(a, grid, stream))); break;
     case 22: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 2, kFrags>(a, grid, stream))); break;
     case 23: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 3, kFrags>(a, grid, stream))); break;
     case 24: FOLIO_RETURN_IF_ERROR((launch_form<T, C, 4, kFrags>(a, grid, stream))); break;

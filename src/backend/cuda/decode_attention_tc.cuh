@@ -44,6 +44,7 @@
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
 #include "backend/cuda/decode_attention_tc_result.cuh"
 #include "backend/cuda/decode_attention_tc_stages.cuh"
+#include "backend/cuda/decode_tc_ring.h"
 #include "backend/cuda/kernel_trace.cuh"
 #include "backend/cuda/mma_16816.cuh"
 
@@ -62,15 +63,14 @@ constexpr int kSmemBytes = (kWarps * kHeads * kD + 2 * kWarps * kHeads) * 4;
 // The bulk forms (kFill 1, 2): a stage of whole rows by bulk copies, read back as the register
 // form's pieces (1) or, over a 16-bit cache, as mma fragments by ldmatrix (2;
 // decode_attention_tc_stages.cuh), then the barriers [kWarps][kRing].
-constexpr int kFillCpAsync = 0, kFillBulkRows = 1, kFillBulkFrags = 2;
-template <typename T, typename C, int kFill>
+template <typename C, int kFill>
 constexpr int bulk_stage_bytes() {
-  return kFill == kFillBulkFrags ? kFragStageBytes : kBulkStageBytes<C>;
+  return kFill == kTcFillBulkFrags ? kFragStageBytes : kBulkStageBytes<C>;
 }
 template <typename T, typename C, int kRing, int kFill>
 constexpr int ring_smem_bytes() {
-  const int ring = kFill != kFillCpAsync ? kWarps * kRing * (bulk_stage_bytes<T, C, kFill>() + 8)
-                                         : kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
+  const int ring = kFill != kTcFillCpAsync ? kWarps * kRing * (bulk_stage_bytes<C, kFill>() + 8)
+                                           : kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
   return ring > kSmemBytes ? ring : kSmemBytes;
 }
 // Resident blocks per SM the launch bounds ask for: the register form 2 (16-bit: two register
@@ -80,7 +80,7 @@ template <typename T, typename C, int kRing, int kFill>
 constexpr int blocks_per_sm() {
   if (kRing == 0) return sizeof(C) == 1 ? 3 : 2;
   const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing, kFill>() + 1024);
-  const int most = kFill != kFillCpAsync ? 4 : 3;
+  const int most = kFill != kTcFillCpAsync ? 4 : 3;
   return fit < most ? fit : most;
 }
 
@@ -89,13 +89,13 @@ constexpr int blocks_per_sm() {
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads; num_chunks =
 // ceil(group / 8). head_dim 128.
 // kRing 0: the register form; > 0: the ring form with kRing stages (tc::ring_smem_bytes of
-// dynamic shared memory), filled per kFill (tc::kFillCpAsync, kFillBulkRows, kFillBulkFrags: a
-// 16-bit cache only).
+// dynamic shared memory), filled per kFill (decode_tc_ring.h: kTcFillCpAsync, kTcFillBulkRows,
+// kTcFillBulkFrags: a 16-bit cache only).
 template <typename T, typename C, int kRing, int kFill>
 __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kFill>())
     decode_tc_kernel(V2Args<T> a) {
   using namespace tc;
-  constexpr bool kFrags = kRing > 0 && kFill == kFillBulkFrags;
+  constexpr bool kFrags = kRing > 0 && kFill == kTcFillBulkFrags;
   static_assert(!kFrags || sizeof(C) == 2, "fragments by ldmatrix need a 16-bit cache");
   using L = std::conditional_t<kFrags, RowsLayout<T>, Cache<T, C>>;
   using Mma = typename L::Mma;
@@ -345,8 +345,8 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kFill
   // Measured on the H100 (NOTES.md): a 16-bit cache gains from the two buffers taking turns
   // (no register copies; 240 registers, 2 blocks per SM); an fp8 cache from 3 blocks per SM,
   // which only the copying loop fits (166 registers: 3 x 128 x 166 <= 65536).
-  if constexpr (kRing > 0 && kFill != kFillCpAsync) {
-    constexpr int kStage = bulk_stage_bytes<T, C, kFill>();
+  if constexpr (kRing > 0 && kFill != kTcFillCpAsync) {
+    constexpr int kStage = bulk_stage_bytes<C, kFill>();
     using Chunk = std::conditional_t<kFrags, ChunkFrags, ChunkRegs<T, C>>;
     uint8_t* stages = reinterpret_cast<uint8_t*>(tc_dyn_smem) + warp * kRing * kStage;
     uint64_t* bars = reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(tc_dyn_smem) +

@@ -35,7 +35,9 @@ namespace folio::cuda {
 
 inline constexpr int kTcFp8RingStages = 2;
 inline constexpr int kTcFragRingStages = 2;
-inline constexpr int kTcFillCpAsync = 0, kTcFillBulkFrags = 2;  // DecodePlan::tc_ring_bulk
+// How a ring fills (DecodePlan::tc_ring_bulk; decode_attention_tc.cuh's kFill): cp.async, bulk
+// rows read back as the register form's pieces, bulk rows read back as fragments (16-bit only).
+inline constexpr int kTcFillCpAsync = 0, kTcFillBulkRows = 1, kTcFillBulkFrags = 2;
 
 // A 16-bit cache in an unsplit plan, pages of 2+ tokens, fast DRAM: the bulk ring of 2 read as
 // fragments (H200, session 31: K1 b128 x 2048 269.1 us against 292.5 in registers, b32 75.0 /
