@@ -34,15 +34,19 @@
 // The ring forms (kRing > 0) stage chunks in shared memory instead, by cp.async or by bulk row
 // copies read back as the register pieces or, over a 16-bit cache, as ldmatrix fragments
 // (decode_attention_tc_stages.cuh; RowsLayout's natural dim order).
-// Layouts per cache element type: decode_attention_tc_layout.cuh.
+// Layouts per cache element type: decode_attention_tc_layout.cuh; a chunk's arithmetic:
+// decode_attention_tc_accumulate.cuh; shared memory and blocks per SM:
+// decode_attention_tc_smem.cuh.
 #pragma once
 
 #include <type_traits>
 
 #include "backend/cuda/decode_attention_partitions.cuh"
+#include "backend/cuda/decode_attention_tc_accumulate.cuh"
 #include "backend/cuda/decode_attention_tc_layout.cuh"
 #include "backend/cuda/decode_attention_tc_qkv.cuh"
 #include "backend/cuda/decode_attention_tc_result.cuh"
+#include "backend/cuda/decode_attention_tc_smem.cuh"
 #include "backend/cuda/decode_attention_tc_stages.cuh"
 #include "backend/cuda/decode_tc_ring.h"
 #include "backend/cuda/kernel_trace.cuh"
@@ -50,41 +54,6 @@
 
 namespace folio::cuda::detail {
 namespace {
-namespace tc {
-
-// Shared memory: the cross-warp partials (O fragments, [kWarps][8 m-tiles][32 lanes] float4 =
-// kWarps * kHeads * kD floats), then max and sum [kWarps][kHeads].
-constexpr int kSmemBytes = (kWarps * kHeads * kD + 2 * kWarps * kHeads) * 4;
-
-// The ring form (kRing > 0 stages): a chunk's loads go global -> shared by cp.async into the
-// lane's own slots [stage][load][lane] of its warp's ring (no barrier: each lane reads back only
-// what it copied) and come to registers just before use, so kRing - 1 chunks are in flight
-// without holding registers. The ring and the partials share the dynamic shared memory.
-// The bulk forms (kFill 1, 2): a stage of whole rows by bulk copies, read back as the register
-// form's pieces (1) or, over a 16-bit cache, as mma fragments by ldmatrix (2;
-// decode_attention_tc_stages.cuh), then the barriers [kWarps][kRing].
-template <typename C, int kFill>
-constexpr int bulk_stage_bytes() {
-  return kFill == kTcFillBulkFrags ? kFragStageBytes : kBulkStageBytes<C>;
-}
-template <typename T, typename C, int kRing, int kFill>
-constexpr int ring_smem_bytes() {
-  const int ring = kFill != kTcFillCpAsync ? kWarps * kRing * (bulk_stage_bytes<C, kFill>() + 8)
-                                           : kWarps * kRing * kLoadsPerLane<T, C> * 32 * 16;
-  return ring > kSmemBytes ? ring : kSmemBytes;
-}
-// Resident blocks per SM the launch bounds ask for: the register form 2 (16-bit: two register
-// buffers) or 3 (fp8), the ring forms as many as their shared memory allows, at most 3 (the bulk
-// form 4: 128 registers hold its loop without a chunk's registers in flight).
-template <typename T, typename C, int kRing, int kFill>
-constexpr int blocks_per_sm() {
-  if (kRing == 0) return sizeof(C) == 1 ? 3 : 2;
-  const int fit = (227 * 1024) / (ring_smem_bytes<T, C, kRing, kFill>() + 1024);
-  const int most = kFill != kTcFillCpAsync ? 4 : 3;
-  return fit < most ? fit : most;
-}
-
-}  // namespace tc
 
 // grid (num_kv_heads * num_chunks, num_seqs, max_partitions), kThreads threads; num_chunks =
 // ceil(group / 8). head_dim 128.
@@ -218,76 +187,15 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kFill
     }
   };
 
-  // Heads 2t and 2t + 1 (the lane's columns of S^T and of O^T): running max (log2 units, the same
-  // in all 8 lanes of a t) and this lane's share of the sum.
-  float m_a = kNoMax, m_b = kNoMax, l_a = 0.f, l_b = 0.f;
-  float o[8][4];  // O^T m-tile i: (vdim, head 2t), (vdim, 2t + 1), (vdim + 1, 2t), ...
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[i][e] = 0.f;
+  // Heads 2t and 2t + 1: the running softmax and O^T (decode_attention_tc_accumulate.cuh).
+  TcAccumulator<L> acc;
+  auto compute = [&](const auto& cur, int c) {
+    acc.add(cur, qb0, qb1, c * kChunk + pg, n, a.scale_log2);
+  };
 
   // One chunk: the loads of chunk c + kWarps go into `nxt` (past the end: none, zeros) while
   // chunk c, in `cur`, is scored and accumulated.
   int slot_next = slot_of(warp + kWarps, ahead > 0 ? warp + ahead * kWarps : -1);
-  // Chunk c, in `cur`: scored and accumulated.
-  // cur: the register form's pieces (ChunkRegs) or, in the fragment form, the fragments.
-  auto compute = [&](const auto& cur, int c) {
-    constexpr bool kFromFrags = std::is_same_v<std::decay_t<decltype(cur)>, ChunkFrags>;
-    // S^T = K · q^T: A = the chunk's K (row g: token pi(g), row g + 8: token pi(g) + 2; the
-    // lane's K pieces are exactly that A fragment), B = q^T (n = q head). Lane (g, t) gets the
-    // scores of tokens pi(g) (s[0], s[1]) and pi(g) + 2 (s[2], s[3]) for heads 2t, 2t + 1.
-    float s[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      uint32_t ka[4];
-      if constexpr (kFromFrags) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) ka[e] = cur.k[j][e];
-      } else {
-        L::k_words(cur.k[0], j, ka[0], ka[2]);
-        L::k_words(cur.k[1], j, ka[1], ka[3]);
-      }
-      mma_16816<Mma>(s, ka, qb0[j], qb1[j]);
-    }
-    const int tok = c * kChunk + pg;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] = tok + (e / 2) * 2 < n ? s[e] * a.scale_log2 : -INFINITY;
-    // Each head's max over the chunk: its two tokens here, then the 8 lanes of this t.
-    float mx_a = fmaxf(s[0], s[2]), mx_b = fmaxf(s[1], s[3]);
-#pragma unroll
-    for (int off = 4; off < 32; off *= 2) {
-      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
-      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
-    }
-    const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
-    const float alpha_a = fast_exp2(m_a - mn_a), alpha_b = fast_exp2(m_b - mn_b);
-    m_a = mn_a;
-    m_b = mn_b;
-    const float p0 = fast_exp2(s[0] - m_a), p1 = fast_exp2(s[1] - m_b);
-    const float p2 = fast_exp2(s[2] - m_a), p3 = fast_exp2(s[3] - m_b);
-    l_a = l_a * alpha_a + (p0 + p2);
-    l_b = l_b * alpha_b + (p1 + p3);
-    // P^T as P·V's B operand (k = tokens 4t .. 4t + 3, n = head g): the two 8 x 8 blocks of P
-    // (rows: tokens pi(0..7), pi(0..7) + 2; columns: heads) transposed across the warp.
-    const uint32_t pb0 = movmatrix_trans(pack2<Mma>(p0, p1));
-    const uint32_t pb1 = movmatrix_trans(pack2<Mma>(p2, p3));
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      o[i][0] *= alpha_a;
-      o[i][1] *= alpha_b;
-      o[i][2] *= alpha_a;
-      o[i][3] *= alpha_b;
-      uint32_t va[4];
-      if constexpr (kFromFrags) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) va[e] = cur.v[i][e];
-      } else {
-        L::v_a(cur.v, i, va);
-      }
-      mma_16816<Mma>(o[i], va, pb0, pb1);
-    }
-  };
   // The lanes that hold `fresh`'s K/V pieces in r (its chunk's registers) read them from L2
   // (ld.global.cg: the token's lines were never loaded here through L1, and .cg would not return
   // a stale copy if they had been), once it is written.
@@ -437,23 +345,23 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kFill
 #pragma unroll 1
     for (int c = warp; c < nch; c += 2 * kWarps) {  // warp-uniform
       step(ra, rb, c);
-      FOLIO_TRACE(if (c == 0) ktrace::stamp(6, ktrace::after(o[0][0] + o[7][3]));)
+      FOLIO_TRACE(if (c == 0) ktrace::stamp(6, ktrace::after(acc.o[0][0] + acc.o[7][3]));)
       if (c + kWarps >= nch) break;
       step(rb, ra, c + kWarps);
     }
-    FOLIO_TRACE(ktrace::stamp(2 + warp, ktrace::after(o[0][0] + o[7][3]));)
+    FOLIO_TRACE(ktrace::stamp(2 + warp, ktrace::after(acc.o[0][0] + acc.o[7][3]));)
   }
 
 #pragma unroll
   for (int off = 4; off < 32; off *= 2) {
-    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
-    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+    acc.l_a += __shfl_xor_sync(0xffffffffu, acc.l_a, off);
+    acc.l_b += __shfl_xor_sync(0xffffffffu, acc.l_b, off);
   }
   if (g == 0) {
-    wm[warp * kHeads + 2 * t] = m_a;
-    wm[warp * kHeads + 2 * t + 1] = m_b;
-    wl[warp * kHeads + 2 * t] = l_a;
-    wl[warp * kHeads + 2 * t + 1] = l_b;
+    wm[warp * kHeads + 2 * t] = acc.m_a;
+    wm[warp * kHeads + 2 * t + 1] = acc.m_b;
+    wl[warp * kHeads + 2 * t] = acc.l_a;
+    wl[warp * kHeads + 2 * t + 1] = acc.l_b;
   }
   // O's fragments as they stand: [warp][m-tile i][lane] float4, conflict-free. The per-dim layout
   // [warp][head][dim] took 8-way bank conflicts on these stores: from the last warp's loop end
@@ -461,7 +369,8 @@ __global__ void __launch_bounds__(kThreads, tc::blocks_per_sm<T, C, kRing, kFill
   float4* red4 = reinterpret_cast<float4*>(red);
 #pragma unroll
   for (int i = 0; i < 8; ++i)
-    red4[(warp * 8 + i) * 32 + lane] = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
+    red4[(warp * 8 + i) * 32 + lane] =
+        make_float4(acc.o[i][0], acc.o[i][1], acc.o[i][2], acc.o[i][3]);
   __syncthreads();
   FOLIO_TRACE(if (threadIdx.x == 0) ktrace::stamp(10, ktrace::now());)
   tc::store_result<T, L>(a, red4, wm, wl, gcount, h0, row, s, part, nparts);
