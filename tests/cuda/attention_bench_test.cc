@@ -53,7 +53,10 @@ TEST(AttentionBench, K1Decode) {
   // with page 16 and page 1, token mode (k1_pages, FOLIO_BENCH_K1_PAGES); for v2 also two
   // 16-byte vectors per lane instead of one (DecodePlan::lane_vectors), the CUDA-graph plan
   // (bounded by 16384 tokens: the blocks past each length return at once), and a sweep of
-  // partition sizes around the planner's choice.
+  // partition sizes around the planner's choice. FOLIO_BENCH_K1_TC16=1 keeps only the default
+  // plan and tc's forms over the 16-bit cache (a sweep of many shapes in one device call).
+  const char* tc16_env = std::getenv("FOLIO_BENCH_K1_TC16");
+  const bool tc16_only = tc16_env != nullptr && std::string(tc16_env) == "1";
   for (K1Shape c : k1_shapes()) {
     for (int bs : k1_pages()) {
       if (static_cast<size_t>(c.batch) * ((c.ctx + bs - 1) / bs) * bs > max_tokens) {
@@ -102,6 +105,7 @@ TEST(AttentionBench, K1Decode) {
                     plan->max_partitions);
       }
       for (DecodeKernel k : {DecodeKernel::kV1, DecodeKernel::kV2}) {
+        if (tc16_only) break;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0, k);
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         report(k == DecodeKernel::kV1 ? "v1" : "v2", *plan);
@@ -141,7 +145,7 @@ TEST(AttentionBench, K1Decode) {
         std::printf("K1 decode b%d L%d page %d v2 sweep (partition us):%s\n", c.batch, c.ctx, bs,
                     sweep.c_str());
       }
-      {  // v2 over the fp8 cache, the planner's split (the same as bf16's: it depends on lengths)
+      if (!tc16_only) {  // v2 over the fp8 cache, the planner's split (as bf16's: by lengths)
         const double bytes8 = bytes / 2;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kV2);
@@ -164,6 +168,7 @@ TEST(AttentionBench, K1Decode) {
       // The tensor-core kernel, the planner's split (for this cache: tc's wave split counts fp8's
       // 3 blocks per SM) and 2x / 0.5x.
       for (bool fp8 : {false, true}) {
+        if (fp8 && tc16_only) break;
         const PagedAttentionParams& pt = fp8 ? p8 : p;
         const double tb = fp8 ? bytes / 2 : bytes;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
@@ -194,6 +199,7 @@ TEST(AttentionBench, K1Decode) {
         }
       }
       for (bool fp8 : {false, true}) {  // tc's two forms: K/V waiting in registers or a ring
+        if (fp8 && tc16_only) break;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kTc,
                                           DecodeCacheFormat{bs, fp8, info->peak_memory_gbps});
@@ -222,6 +228,7 @@ TEST(AttentionBench, K1Decode) {
         }
       }
       for (int lanes : {2}) {  // 16 elements per lane (two 8-byte chunks): fewer shuffles/token
+        if (tc16_only) break;
         auto plan = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
                                           DecodeKernel::kV2);
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();

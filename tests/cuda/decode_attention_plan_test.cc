@@ -215,22 +215,23 @@ TEST(DecodeTcL2AheadTest, DefaultByGridAndBandwidth) {
 // registers otherwise.
 TEST(DecodeTcRingTest, DefaultByCachePlanPageAndBandwidth) {
   constexpr double kH100 = 3352, kH200 = 4800;
-  EXPECT_EQ(tc_ring_default(true, 1, 16, kH100), kTcFp8RingStages);
-  EXPECT_EQ(tc_ring_default(true, 1, 16, 0), kTcFp8RingStages);
-  EXPECT_EQ(tc_ring_default(true, 32, 16, kH100), 0);  // split: registers
-  EXPECT_EQ(tc_ring_default(false, 1, 16, kH100), 0);  // 16-bit cache: registers
-  EXPECT_EQ(tc_ring_default(true, 1, 16, kH200), 0);
-  EXPECT_EQ(tc_ring_default(true, 1, 32, kH200), 0);
-  EXPECT_EQ(tc_ring_default(true, 1, 16, kFastDramGbps), 0);
-  EXPECT_EQ(tc_ring_default(true, 1, 1, kH200), kTcFp8RingStages);  // token mode: the ring
-  EXPECT_EQ(tc_ring_default(true, 1, 8, kH200), 0);
-  EXPECT_EQ(tc_ring_default(true, 1, 8, kH100), kTcFp8RingStages);
-  EXPECT_EQ(tc_ring_default(true, 32, 1, kH200), 0);  // split token mode: registers
-  EXPECT_EQ(tc_ring_default(false, 1, 1, kH200), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 16, kH100, 256, 132), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 1, 16, 0, 256, 132), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 32, 16, kH100, 256, 132), 0);  // split: registers
+  EXPECT_EQ(tc_ring_default(false, 1, 16, kH100, 256, 132), 0);  // 16-bit cache: registers
+  EXPECT_EQ(tc_ring_default(true, 1, 16, kH200, 256, 132), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 32, kH200, 256, 132), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 16, kFastDramGbps, 256, 132), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 1, kH200, 256, 132),
+            kTcFp8RingStages);  // token mode: the ring
+  EXPECT_EQ(tc_ring_default(true, 1, 8, kH200, 256, 132), 0);
+  EXPECT_EQ(tc_ring_default(true, 1, 8, kH100, 256, 132), kTcFp8RingStages);
+  EXPECT_EQ(tc_ring_default(true, 32, 1, kH200, 256, 132), 0);  // split token mode: registers
+  EXPECT_EQ(tc_ring_default(false, 1, 1, kH200, 256, 132), 0);
   // A 16-bit cache: the bulk ring of 2 read as fragments in unsplit paged plans on fast DRAM.
-  EXPECT_EQ(tc_ring_default(false, 1, 16, kH200), kTcFragRingStages);
-  EXPECT_EQ(tc_ring_default(false, 1, 8, kFastDramGbps), kTcFragRingStages);
-  EXPECT_EQ(tc_ring_default(false, 32, 16, kH200), 0);  // split: registers
+  EXPECT_EQ(tc_ring_default(false, 1, 16, kH200, 256, 132), kTcFragRingStages);
+  EXPECT_EQ(tc_ring_default(false, 1, 8, kFastDramGbps, 256, 132), kTcFragRingStages);
+  EXPECT_EQ(tc_ring_default(false, 32, 16, kH200, 256, 132), 0);  // split: registers
   for (bool fp8 : {false, true})
     for (int parts : {1, 32})
       for (int bs : {1, 8, 16})
@@ -240,9 +241,31 @@ TEST(DecodeTcRingTest, DefaultByCachePlanPageAndBandwidth) {
                     frags ? kTcFillBulkFrags : kTcFillCpAsync)
               << fp8 << " " << parts << " " << bs << " " << gbps;
           if (frags) {
-            EXPECT_EQ(tc_ring_default(fp8, parts, bs, gbps), kTcFragRingStages);
+            EXPECT_EQ(tc_ring_default(fp8, parts, bs, gbps, 256, 132), kTcFragRingStages);
           }
         }
+}
+
+// The fragment ring's depth by the grid (132 SMs): 3 stages (2 blocks per SM) only for grids past
+// one wave of 3 per SM (396 blocks) and within two of 2 per SM (528); 2 elsewhere, and where the
+// SMs are unknown.
+TEST(DecodeTcRingTest, FragmentRingDepthByGrid) {
+  constexpr double kH200 = 4800;
+  EXPECT_EQ(tc_frag_ring_stages(256, 132), kTcFragRingStages);  // K1 b32 x 2048
+  EXPECT_EQ(tc_frag_ring_stages(396, 132), kTcFragRingStages);  // one wave of 3 per SM
+  EXPECT_EQ(tc_frag_ring_stages(397, 132), kTcFragWaveRingStages);
+  EXPECT_EQ(tc_frag_ring_stages(512, 132), kTcFragWaveRingStages);  // b64
+  EXPECT_EQ(tc_frag_ring_stages(528, 132), kTcFragWaveRingStages);  // two waves of 2 per SM
+  EXPECT_EQ(tc_frag_ring_stages(529, 132), kTcFragRingStages);
+  EXPECT_EQ(tc_frag_ring_stages(2048, 132), kTcFragRingStages);  // B2's 256 sequences
+  EXPECT_EQ(tc_frag_ring_stages(512, 0), kTcFragRingStages);
+  EXPECT_EQ(tc_frag_ring_stages(512, 114), kTcFragRingStages);  // 342 .. 456: past it
+  EXPECT_EQ(tc_frag_ring_stages(400, 114), kTcFragWaveRingStages);
+  EXPECT_EQ(tc_ring_default(false, 1, 16, kH200, 512, 132), kTcFragWaveRingStages);
+  EXPECT_EQ(tc_ring_default(false, 1, 16, kH200, 1024, 132), kTcFragRingStages);
+  EXPECT_EQ(tc_ring_default(false, 2, 16, kH200, 512, 132), 0);  // split: registers
+  EXPECT_EQ(tc_ring_default(true, 1, 16, kH200, 512, 132), 0);   // fp8: registers there
+  EXPECT_EQ(tc_ring_default(false, 1, 16, 3352, 512, 132), 0);   // the H100: registers
 }
 
 // The rate the policy reads: the driver's clock and bus width give a datasheet-like figure.
@@ -260,6 +283,16 @@ TEST(DecodeTcL2AheadTest, PeakMemoryRateOfThisGpu) {
 // per SM for a 16-bit cache, 3 for fp8) halves its partitions once where that takes fewer
 // wave-equivalents, leaves partitions of at least 1024 tokens and splits nearly every sequence;
 // graph plans leave it to each step.
+// FOLIO_TC_RING=0 (tc's register form everywhere) or FOLIO_TC_FRAG_GRID=0: the planner plans
+// every tc grid for the registers' residency.
+bool frag_plans_off() {
+  auto is0 = [](const char* name) {
+    const char* e = std::getenv(name);
+    return e != nullptr && std::string(e) == "0";
+  };
+  return is0("FOLIO_TC_RING") || is0("FOLIO_TC_FRAG_GRID");
+}
+
 TEST(DecodeAttentionPlanTest, TcWaveSplitEvensAPartialLastWave) {
   unsetenv("FOLIO_DECODE_KERNEL");
   auto plan_of = [](int seqs, int len, bool fp8) {
@@ -290,6 +323,21 @@ TEST(DecodeAttentionPlanTest, TcWaveSplitEvensAPartialLastWave) {
   plan = plan_decode_attention(mixed, 32, 8, 128, 132, 0, DecodeKernel::kTc);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->partition_size, 2048);
+  // Where the unsplit grid runs the fragment ring (a 16-bit cache, pages of 16, fast DRAM), tc
+  // never wave-splits: its ring fits 3 blocks per SM, and a grid just past that takes its ring
+  // of 3 (decode_tc_ring.h).
+  if (!frag_plans_off()) {
+    for (int seqs : {36, 40, 48, 56, 64, 72, 80, 112}) {
+      auto frag_plan = plan_decode_attention(std::vector<int32_t>(seqs, 2048), 32, 8, 128, 132, 0,
+                                             DecodeKernel::kTc, DecodeCacheFormat{16, false, 4800});
+      ASSERT_TRUE(frag_plan.ok());
+      EXPECT_EQ(frag_plan->max_partitions, 1) << seqs;
+    }
+    auto fp8_plan = plan_decode_attention(std::vector<int32_t>(52, 2048), 32, 8, 128, 132, 0,
+                                          DecodeKernel::kTc, DecodeCacheFormat{16, true, 4800});
+    ASSERT_TRUE(fp8_plan.ok());
+    EXPECT_EQ(fp8_plan->max_partitions, 2);  // fp8 runs the registers there: split as before
+  }
   // The CUDA-graph plan knows only the bound: its partitions keep the bound's size, and the
   // split is left to each step (GraphPlansTakeTheWaveSplitPerStep).
   auto bounded = plan_decode_attention_bounded(36, 2048, 32, 8, 128, 132, 0, DecodeKernel::kTc);
@@ -325,6 +373,14 @@ TEST(DecodeAttentionPlanTest, GraphPlansTakeTheWaveSplitPerStep) {
   EXPECT_FALSE(graph_plan(80).step_split);        // 640 blocks: 2.4 waves
   EXPECT_FALSE(graph_plan(48, true).step_split);  // fp8: 384 of 396 slots
   EXPECT_TRUE(graph_plan(56, true).step_split);
+  // Buckets whose unsplit grid runs the fragment ring (fast DRAM, a 16-bit cache) keep it whole.
+  if (!frag_plans_off()) {
+    auto frag_graph = plan_decode_attention_bounded(40, 8192, 32, 8, 128, 132, 0, DecodeKernel::kTc,
+                                                    DecodeCacheFormat{16, false, 4800});
+    ASSERT_TRUE(frag_graph.ok());
+    EXPECT_FALSE(frag_graph->step_split);
+    EXPECT_EQ(frag_graph->max_partitions, 1);
+  }
   // Per step: alike lengths split, mixed ones and short ones do not; other plans never.
   EXPECT_EQ(decode_step_partition(b40, std::vector<int32_t>(40, 2048), 132), 1024);
   EXPECT_EQ(decode_step_partition(b40, std::vector<int32_t>(36, 3000), 132), 2048);

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/decode_attention.h"
 #include "backend/cuda/decode_attention_impl.h"
+#include "backend/cuda/decode_tc_ring.h"
 #include "backend/cuda/fast_dram.h"
 
 namespace folio::cuda {
@@ -19,9 +20,9 @@ constexpr int kV2MaxPartition = 16384;  // v2 streams any length; this bounds th
 constexpr int kMinAutoPartition = 64;   // below this, block setup outweighs the tokens
 constexpr int kV1BlocksPerSm = 2;       // v1: split until the grid has this many blocks per SM
 constexpr int kV2BlocksPerSm = 3;       // v2: resident blocks per SM (registers: 3 or 4)
-constexpr int kTcBlocksPerSm = 2;       // tc: resident blocks per SM (launch bounds)
-constexpr int kTcFp8BlocksPerSm = 3;    // tc over an fp8 cache (every form)
-constexpr int kMinWaveSplit = 1024;     // tc's wave split keeps partitions at least this long
+constexpr int kTcBlocksPerSm = kTcRegisterBlocksPerSm;  // tc's register form (launch bounds)
+constexpr int kTcFp8BlocksPerSm = 3;                    // tc over an fp8 cache (every form)
+constexpr int kMinWaveSplit = 1024;  // tc's wave split keeps partitions at least this long
 
 // Blocks per KV head of a decode grid: decode_head_chunk (and tc) cap a block at 8 q heads.
 int head_chunks(int num_heads, int num_kv_heads) {
@@ -77,6 +78,19 @@ bool wave_split_enabled() {
   return on;
 }
 
+// tc's unsplit grids run the fragment ring (decode_tc_ring.h: a 16-bit cache in paged plans on
+// fast DRAM) unless FOLIO_TC_RING=0 forces the registers (or FOLIO_TC_FRAG_GRID=0 asks for
+// session 31's plans, to compare). Its ring of 2 fits 3 blocks per SM and
+// the ring of 3 takes the grids just past that (tc_frag_ring_stages), so the wave split below,
+// which counts the registers' 2 per SM and moves split grids to the registers, does not apply:
+// on the H200 (session 32, K1 queued, page 16) the unsplit fragment rings ran b40 / b48 x 2048
+// in 94.1 / 107.7 us against 113.7 / 122.9 split, b72 / b80 in 171.7 / 177.2 against 189.7 /
+// 198.3, b112 262.7 / 273.8, b48 x 8192 397.7 / 427.4, b80 x 4096 348.0 / 367.6.
+bool tc_unsplit_runs_frags(const DecodeCacheFormat& cache) {
+  return tc_frags_win(cache.fp8, 1, cache.block_size, cache.peak_memory_gbps) &&
+         !detail::tc_registers_forced() && detail::tc_frag_grid_enabled();
+}
+
 bool refine_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("FOLIO_DECODE_REFINE");
@@ -86,11 +100,14 @@ bool refine_enabled() {
 }
 
 // Plans kernel k (resolved) for `num_seqs` sequences whose lengths `len(i)` are known (`exact`)
-// or bounded on the host, over an fp8 cache or not.
+// or bounded on the host, over `cache`.
 template <typename LenFn>
 Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_heads,
                             int num_kv_heads, int head_dim, int num_sms, int partition_size,
-                            bool exact, bool fp8) {
+                            bool exact, const DecodeCacheFormat& cache) {
+  const bool fp8 = cache.fp8;
+  const bool wave_split = k == DecodeKernel::kTc && wave_split_enabled() && partition_size == 0 &&
+                          !tc_unsplit_runs_frags(cache);
   const int max_p = k == DecodeKernel::kV1 ? kV1MaxPartition : kV2MaxPartition;
   if (partition_size != 0 && (partition_size < kMinPartition || partition_size > max_p ||
                               (partition_size & (partition_size - 1)) != 0))
@@ -110,8 +127,7 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
     return b * num_kv_heads * chunks;
   };
   // v2 and tc: one resident wave of blocks.
-  const int64_t wave =
-      int64_t{k == DecodeKernel::kTc ? kTcBlocksPerSm : kV2BlocksPerSm} * num_sms;
+  const int64_t wave = int64_t{k == DecodeKernel::kTc ? kTcBlocksPerSm : kV2BlocksPerSm} * num_sms;
   int p = partition_size;
   if (p == 0) {
     // Split finer (flash-decoding) until the grid has about a resident wave of blocks.
@@ -136,8 +152,9 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
       // would split (at least 7/8 of the blocks: lengths within a factor of 2): B1's mixed
       // steps, whose lengths vary widely, split most of their long sequences under the plain
       // count and lost 1% (55.56 / 55.83 req/s against 56.18 / 56.33). Graph plans (bounds, not
-      // lengths) do not split so.
-      if (k == DecodeKernel::kTc && exact && wave_split_enabled() && p / 2 >= kMinWaveSplit) {
+      // lengths) do not split so. Nor do grids that run the fragment ring
+      // (tc_unsplit_runs_frags).
+      if (wave_split && exact && p / 2 >= kMinWaveSplit) {
         const int64_t resident = tc_resident_blocks(num_sms, fp8);
         auto waves = [&](int64_t b) { return (b + resident - 1) / resident; };
         const int64_t whole = blocks(p), halved = blocks(p / 2);
@@ -165,8 +182,7 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
   // with each step's lengths. Only within 1.25 waves: on the H200 (session 28, graphs of the
   // split plan on every step) batches 48-80 (1.45-2.4 waves) were level or up to 1.8% slower,
   // batches 36 and 40 (1.09-1.21 waves) 2-3% faster (NOTES.md).
-  if (k == DecodeKernel::kTc && !exact && partition_size == 0 && max_parts == 1 &&
-      wave_split_enabled() && p / 2 >= kMinWaveSplit) {
+  if (wave_split && !exact && max_parts == 1 && p / 2 >= kMinWaveSplit) {
     const int64_t resident = tc_resident_blocks(num_sms, fp8);
     const int64_t whole = blocks(p);
     if (whole > resident && 4 * whole <= 5 * resident) {
@@ -195,7 +211,7 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
       !cache.fp8) {
     FOLIO_ASSIGN_OR_RETURN(
         DecodePlan v2, plan_for(DecodeKernel::kV2, num_seqs, len, num_heads, num_kv_heads, head_dim,
-                                num_sms, partition_size, exact, cache.fp8));
+                                num_sms, partition_size, exact, cache));
     const int64_t tc_blocks =
         int64_t{num_seqs} * num_kv_heads * head_chunks(num_heads, num_kv_heads);
     const bool tc_one_wave =
@@ -203,7 +219,7 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
     if (v2.max_partitions == 1 && !tc_one_wave) return v2;
   }
   return plan_for(choice.kernel, num_seqs, len, num_heads, num_kv_heads, head_dim, num_sms,
-                  partition_size, exact, cache.fp8);
+                  partition_size, exact, cache);
 }
 
 bool aligned16(const void* ptr) {
@@ -283,8 +299,9 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
           "decode_attention: a fused qkv_post needs kernel tc, head_dim 128 and at most 8 q "
           "heads per KV head");
     if (!f.positions || !f.inv_freq || !f.slot_mapping)
-      return invalid_argument("decode_attention: a fused qkv_post needs positions, inv_freq "
-                              "and slot_mapping");
+      return invalid_argument(
+          "decode_attention: a fused qkv_post needs positions, inv_freq "
+          "and slot_mapping");
   }
   if ((!f.qkv && !aligned16(p.q)) || !aligned16(p.k_cache) || !aligned16(p.v_cache) ||
       !aligned16(p.out) || !aligned16(workspace))

@@ -102,8 +102,9 @@ struct DecodePlan {
   // registers (two buffers taking turns on a 16-bit cache); 2..4: a ring of that many stages in
   // shared memory (decode_attention_tc.cuh), filled as tc_ring_bulk says. -1 (the default)
   // picks: FOLIO_TC_RING (0, 2, 3 or 4) when set, else decode_tc_ring.h's default (the ring of
-  // 2 for an fp8 cache in an unsplit plan below fast DRAM or in token mode, and for a 16-bit
-  // cache in an unsplit paged plan on fast DRAM; else registers). On the H100 (NOTES.md) the
+  // 2 for an fp8 cache in an unsplit plan below fast DRAM or in token mode, and of 2 or 3 by the
+  // grid (tc_frag_ring_stages) for a 16-bit cache in an unsplit paged plan on fast DRAM; else
+  // registers). On the H100 (NOTES.md) the
   // cp.async ring of 2 took an fp8 cache from 83 to 65 us at b32 x 2048 and 262 to 233 at b128
   // x 2048, and a 16-bit cache from 378 to 452.
   int tc_ring_stages = -1;

@@ -33,6 +33,12 @@ Status launch_decode_v2_fp8(const PagedAttentionParams& p, const DecodePlan& pla
 // The tensor-core kernel over either cache (decode_attention_tc.cu), head_dim 128.
 Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                         const DecodeWorkspace& ws, void* stream);
+// FOLIO_TC_RING=0 (tc's register form on every launch) is set: the planner then plans tc's
+// unsplit grids for the registers' residency rather than the default form's.
+bool tc_registers_forced();
+// FOLIO_TC_FRAG_GRID=0 (a measuring switch): the fragment ring keeps 2 stages on every grid and
+// the planner wave-splits as for the registers (before session 32). Read once.
+bool tc_frag_grid_enabled();
 // Measuring builds (FOLIO_KERNEL_TRACE, kernel_trace.cuh): the tc kernels' per-block stamps go
 // to `words` (kTcTraceWords per block, blocks numbered x fastest; nullptr: none) from the next
 // launch on. False, and nothing installed, in other builds.

@@ -30,14 +30,25 @@ int ring_from_env() {
   return stages;
 }
 
+// The residency decode_tc_ring.h's policy (and the planner's wave arithmetic) assumes.
+static_assert(tc::blocks_per_sm<__nv_bfloat16, __nv_bfloat16, 0, kTcFillCpAsync>() ==
+              kTcRegisterBlocksPerSm);
+static_assert(
+    tc::blocks_per_sm<__nv_bfloat16, __nv_bfloat16, kTcFragRingStages, kTcFillBulkFrags>() ==
+    kTcFragRingBlocksPerSm);
+static_assert(
+    tc::blocks_per_sm<__nv_bfloat16, __nv_bfloat16, kTcFragWaveRingStages, kTcFillBulkFrags>() ==
+    kTcFragWaveRingBlocksPerSm);
+
 // DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else
 // decode_tc_ring.h's default for this cache (pages of `block_size` tokens), plan (`partitions`
-// per sequence at most) and GPU (DRAM peak `peak_gbps`).
-int ring_stages(const DecodePlan& plan, int partitions, bool fp8, int block_size,
-                double peak_gbps) {
+// per sequence at most), grid (`grid_blocks`) and GPU (DRAM peak `peak_gbps`, its SMs).
+int ring_stages(const DecodePlan& plan, int partitions, bool fp8, int block_size, double peak_gbps,
+                int64_t grid_blocks) {
   if (plan.tc_ring_stages >= 0) return plan.tc_ring_stages;
   if (const int env = ring_from_env(); env >= 0) return env;
-  return tc_ring_default(fp8, partitions, block_size, peak_gbps);
+  return tc_ring_default(fp8, partitions, block_size, peak_gbps, grid_blocks,
+                         tc_frag_grid_enabled() ? current_device_num_sms() : 0);
 }
 
 // DecodePlan::tc_ring_bulk resolved (kTcFill*): the plan's, else FOLIO_TC_RING_BULK (0, 1 or
@@ -105,6 +116,15 @@ Status launch_tc(const V2Args<T>& a, int num_seqs, int stages, int fill, void* s
 
 }  // namespace
 
+bool tc_registers_forced() {
+  return ring_from_env() == 0;
+}
+
+bool tc_frag_grid_enabled() {
+  static const bool on = env_int("FOLIO_TC_FRAG_GRID").value_or(1) != 0;
+  return on;
+}
+
 bool set_tc_trace(unsigned long long* words) {
 #ifdef FOLIO_KERNEL_TRACE
   static_assert(ktrace::kWords == kTcTraceWords);
@@ -126,12 +146,12 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
     // Both policies count a step-split graph plan (DecodePlan::step_split) as unsplit: its second
     // partitions run only on steps the wave split picks, and then hold 1024+ tokens each.
     const int partitions = plan.step_split ? 1 : a.max_partitions;
-    const TcL2Prefetch l2 = l2_prefetch_for(
-        int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs * partitions, peak_gbps);
+    const int64_t grid_blocks = int64_t{a.num_kv_heads} * a.num_chunks * p.num_seqs * partitions;
+    const TcL2Prefetch l2 = l2_prefetch_for(grid_blocks, peak_gbps);
     a.l2_ahead = l2.steps;
     a.l2_lines = l2.lines ? 1 : 0;
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
-    const int stages = ring_stages(plan, partitions, fp8, p.block_size, peak_gbps);
+    const int stages = ring_stages(plan, partitions, fp8, p.block_size, peak_gbps, grid_blocks);
     const int fill = ring_fill(plan, partitions, fp8, p.block_size, peak_gbps);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, fill, stream);
     return launch_tc<T, T>(a, p.num_seqs, stages, fill, stream);

@@ -24,17 +24,25 @@
 //   16 (registers ahead from b48: b128 x 8192 688.7 against 739.1).
 // So the ring of 2 for an fp8 cache in an unsplit plan on a GPU below kFastDramGbps (or of
 // unknown rate, 0: what held before the H200 was measured), and in token mode on any GPU.
-// - A 16-bit cache on the H200 (session 31): the bulk ring read as fragments (tc_frags_win).
+// - A 16-bit cache on the H200 (session 31): the bulk ring read as fragments (tc_frags_win), of
+//   2 or 3 stages by the grid (session 32: tc_frag_ring_stages).
 // FOLIO_TC_RING / FOLIO_TC_RING_BULK (the launcher) and DecodePlan::tc_ring_stages /
 // tc_ring_bulk override it.
 #pragma once
+
+#include <cstdint>
 
 #include "backend/cuda/fast_dram.h"
 
 namespace folio::cuda {
 
 inline constexpr int kTcFp8RingStages = 2;
-inline constexpr int kTcFragRingStages = 2;
+inline constexpr int kTcFragRingStages = 2;      // 3 blocks per SM (70 KiB of stages each)
+inline constexpr int kTcFragWaveRingStages = 3;  // 2 blocks per SM (105 KiB each)
+// Resident blocks per SM (decode_attention_tc_smem.cuh's blocks_per_sm; decode_attention_tc.cu
+// checks that they agree): the register form over a 16-bit cache, the fragment rings of 2 and 3.
+inline constexpr int kTcRegisterBlocksPerSm = 2;
+inline constexpr int kTcFragRingBlocksPerSm = 3, kTcFragWaveRingBlocksPerSm = 2;
 // How a ring fills (DecodePlan::tc_ring_bulk; decode_attention_tc.cuh's kFill): cp.async, bulk
 // rows read back as the register form's pieces, bulk rows read back as fragments (16-bit only).
 inline constexpr int kTcFillCpAsync = 0, kTcFillBulkRows = 1, kTcFillBulkFrags = 2;
@@ -48,11 +56,29 @@ constexpr bool tc_frags_win(bool fp8_cache, int max_partitions, int block_size, 
   return !fp8_cache && max_partitions == 1 && block_size > 1 && fast_dram(peak_gbps);
 }
 
+// The fragment ring's stages for a grid of `grid_blocks` on `num_sms` SMs (0: unknown): 2, which
+// fits 3 blocks per SM, except where the grid lies past one wave of 3 per SM and within two of 2
+// per SM: there a second wave of the ring of 2 would run a third of the SMs' slots, while the ring
+// of 3 (2 per SM, the same 24 chunks in flight per SM) fills both of its waves. On the H200
+// (session 32, K1 queued, page 16, 132 SMs) b56 / b64 x 2048 (448 / 512 blocks) ran 140.6 / 145.3
+// us with 3 stages against 166.7 / 167.5 with 2, b64 x 4096 276.4 against 321.5; the ring of 2
+// won everywhere else measured: b40-b48 (one wave of 3 per SM, 94.1 / 107.7 against 135.5 /
+// 136.6), b72-b128 (171.7 against 202.8 at b72, 274.0 against 278.8 at b128), b48 x 8192, b80 x
+// 4096.
+constexpr int tc_frag_ring_stages(int64_t grid_blocks, int num_sms) {
+  const int64_t slots = int64_t{num_sms} * kTcFragRingBlocksPerSm;
+  const int64_t slots_wave = int64_t{num_sms} * kTcFragWaveRingBlocksPerSm;
+  return grid_blocks > slots && grid_blocks <= 2 * slots_wave ? kTcFragWaveRingStages
+                                                              : kTcFragRingStages;
+}
+
 // `max_partitions`: the plan's (1: unsplit); `block_size`: tokens per cache page (1: token mode);
-// `peak_gbps`: DeviceInfo::peak_memory_gbps (0 when unknown).
-constexpr int tc_ring_default(bool fp8_cache, int max_partitions, int block_size,
-                              double peak_gbps) {
-  if (tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps)) return kTcFragRingStages;
+// `peak_gbps`: DeviceInfo::peak_memory_gbps (0 when unknown); `grid_blocks`: the launch's blocks;
+// `num_sms`: the GPU's (0 when unknown).
+constexpr int tc_ring_default(bool fp8_cache, int max_partitions, int block_size, double peak_gbps,
+                              int64_t grid_blocks, int num_sms) {
+  if (tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps))
+    return tc_frag_ring_stages(grid_blocks, num_sms);
   const bool registers_win = fast_dram(peak_gbps) && block_size > 1;
   return fp8_cache && max_partitions == 1 && !registers_win ? kTcFp8RingStages : 0;
 }

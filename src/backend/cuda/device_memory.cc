@@ -112,6 +112,18 @@ double current_device_peak_memory_gbps() {
   return v > 0 ? v : 0;
 }
 
+int current_device_num_sms() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices];  // 0: not looked up yet (or unknown), else the count
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 0;
+  int v = cache[device].load(std::memory_order_relaxed);
+  if (v == 0 && cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+      v > 0)
+    cache[device].store(v, std::memory_order_relaxed);
+  return v > 0 ? v : 0;
+}
+
 Status copy_async(void* dst, const void* src, size_t bytes, void* stream) {
   if (bytes == 0) return Status();
   return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)),

@@ -23,7 +23,9 @@ class DeviceBuffer {
 
   void* data() const { return ptr_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:
@@ -74,6 +76,8 @@ Result<DeviceInfo> device_info(int device = 0);
 // DeviceInfo::peak_memory_gbps of the current device, looked up once per device (for launch paths
 // that choose a kernel form by it); 0 when unknown.
 double current_device_peak_memory_gbps();
+// DeviceInfo::num_sms of the current device, looked up once per device; 0 when unknown.
+int current_device_num_sms();
 
 // Copies with cudaMemcpyAsync (direction inferred through unified addressing) on `stream`.
 Status copy_async(void* dst, const void* src, size_t bytes, void* stream = nullptr);
