@@ -287,8 +287,11 @@ TEST(CudaSkinnyFlow, BatchOneDecodeStepsGiveTheSameLogits) {
 // tc's wave split inside CUDA graphs (DecodePlan::step_split): a bucket just past one resident
 // wave keeps two graphs, split and unsplit, and each step's lengths pick one. 36 sequences (bucket
 // 40) of 8 kv heads make 288 tc blocks, past one wave of 2 x 132 SMs: decode steps over 36 long
-// contexts split, steps where 6 of them are short do not. Graph replays against eager steps
-// (which split by the same planner): the logits agree on both kinds of step.
+// contexts split, steps where 6 of them are short do not. Where a 16-bit cache runs tc's
+// fragment ring (fast DRAM: 3 blocks per SM, never split) the test takes an fp8 cache, whose
+// register form runs 3 per SM: 51 sequences (bucket 56, 408 blocks), 7 of them short in the
+// steps that do not split. Graph replays against eager steps (which split by the same planner):
+// the logits agree on both kinds of step.
 TEST(CudaGraphWaveSplit, SplitAndUnsplitStepsMatchEagerSteps) {
   FOLIO_REQUIRE_GPU();
   unsetenv("FOLIO_DECODE_KERNEL");
@@ -300,18 +303,33 @@ TEST(CudaGraphWaveSplit, SplitAndUnsplitStepsMatchEagerSteps) {
   ASSERT_TRUE(ck.ok()) << ck.status().to_string();
   auto info = cuda::device_info();
   ASSERT_TRUE(info.ok()) << info.status().to_string();
-  const cuda::DecodeCacheFormat cache{16, false, info->peak_memory_gbps};
-  const int long_len = 2100, num_long = 36, num_short = 6;
+  struct Setup {
+    KvCacheDtype kv;
+    int bucket, num_long, num_short;  // num_long a multiple of 3 (prefilled 3 a step)
+  };
+  const int long_len = 2100;
   CudaExecutorOptions o;
   o.block_size = 16;
-  o.num_blocks = (num_long * (long_len + 16) + num_short * 128) / 16 + 16;
   o.max_num_batched_tokens = 8192;
   o.max_model_len = 4096;
-  auto graph_plan = cuda::plan_decode_attention_bounded(40, o.max_model_len, 8, 8, 128,
-                                                        info->num_sms, 0,
-                                                        cuda::DecodeKernel::kDefault, cache);
+  Setup su{KvCacheDtype::kAuto, 40, 36, 6};
+  cuda::DecodeCacheFormat cache;
+  auto plan_bucket = [&](const Setup& x) {
+    cache = cuda::DecodeCacheFormat{16, x.kv == KvCacheDtype::kFp8E4m3, info->peak_memory_gbps};
+    return cuda::plan_decode_attention_bounded(x.bucket, o.max_model_len, 8, 8, 128, info->num_sms,
+                                               0, cuda::DecodeKernel::kDefault, cache);
+  };
+  auto graph_plan = plan_bucket(su);
   ASSERT_TRUE(graph_plan.ok()) << graph_plan.status().to_string();
-  if (!graph_plan->step_split) GTEST_SKIP() << "bucket 40 is not just past one wave on this GPU";
+  if (!graph_plan->step_split) {
+    su = Setup{KvCacheDtype::kFp8E4m3, 56, 51, 7};
+    graph_plan = plan_bucket(su);
+    ASSERT_TRUE(graph_plan.ok()) << graph_plan.status().to_string();
+  }
+  if (!graph_plan->step_split) GTEST_SKIP() << "no bucket just past one wave on this GPU";
+  const int num_long = su.num_long, num_short = su.num_short;
+  o.kv_cache_dtype = su.kv;
+  o.num_blocks = (num_long * (long_len + 16) + num_short * 128) / 16 + 16;
   auto graphs = CudaLlamaExecutor::create(*config, &*ck, o);
   o.cuda_graphs = false;
   auto eager = CudaLlamaExecutor::create(*config, &*ck, o);

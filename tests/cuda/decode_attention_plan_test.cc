@@ -122,9 +122,21 @@ TEST(DecodeAttentionPlanTest, TokenModeKeepsTcForOneWaveOnFastDram) {
   };
   EXPECT_EQ(kernel_for(32, 2048, h200), DecodeKernel::kTc);
   EXPECT_EQ(kernel_for(33, 2048, h200), DecodeKernel::kTc);  // 264 blocks: still one wave
-  EXPECT_EQ(kernel_for(34, 2048, h200), DecodeKernel::kV2);
-  EXPECT_EQ(kernel_for(48, 2048, h200), DecodeKernel::kV2);
-  EXPECT_EQ(kernel_for(128, 8192, h200), DecodeKernel::kV2);
+  // Past it, tc where it runs the fragment ring (grids past 264 blocks, outside (396, 528]),
+  // v2 in that window; with the registers forced (FOLIO_TC_RING=0) or session 31's plans
+  // (FOLIO_TC_FRAG_GRID=0), v2 past the one wave.
+  const char* ring_env = std::getenv("FOLIO_TC_RING");
+  const char* grid_env = std::getenv("FOLIO_TC_FRAG_GRID");
+  const bool frags = !(ring_env && std::string(ring_env) == "0") &&
+                     !(grid_env && std::string(grid_env) == "0");
+  const DecodeKernel past = frags ? DecodeKernel::kTc : DecodeKernel::kV2;
+  EXPECT_EQ(kernel_for(34, 2048, h200), past);
+  EXPECT_EQ(kernel_for(48, 2048, h200), past);        // 384 blocks
+  EXPECT_EQ(kernel_for(50, 2048, h200), DecodeKernel::kV2);  // 400: the ring of 3's window
+  EXPECT_EQ(kernel_for(64, 2048, h200), DecodeKernel::kV2);  // 512
+  EXPECT_EQ(kernel_for(67, 2048, h200), past);        // 536
+  EXPECT_EQ(kernel_for(128, 8192, h200), past);
+  EXPECT_EQ(kernel_for(48, 2048, h100), DecodeKernel::kV2);
   EXPECT_EQ(kernel_for(32, 2048, h100), DecodeKernel::kV2);  // slower DRAM: v2 as before
   auto bounded =
       plan_decode_attention_bounded(32, 4096, 32, 8, 128, 132, 0, DecodeKernel::kDefault, h200);
@@ -230,20 +242,30 @@ TEST(DecodeTcRingTest, DefaultByCachePlanPageAndBandwidth) {
   EXPECT_EQ(tc_ring_default(false, 1, 1, kH200, 256, 132), 0);
   // A 16-bit cache: the bulk ring of 2 read as fragments in unsplit paged plans on fast DRAM.
   EXPECT_EQ(tc_ring_default(false, 1, 16, kH200, 256, 132), kTcFragRingStages);
-  EXPECT_EQ(tc_ring_default(false, 1, 8, kFastDramGbps, 256, 132), kTcFragRingStages);
   EXPECT_EQ(tc_ring_default(false, 32, 16, kH200, 256, 132), 0);  // split: registers
+  // Pages under 16 tokens (token mode too): the fragment ring only past one wave of 2 blocks per
+  // SM (264 on 132 SMs) and outside the ring of 3's window (396, 528]; else registers.
+  EXPECT_EQ(tc_ring_default(false, 1, 8, kFastDramGbps, 256, 132), 0);
+  EXPECT_EQ(tc_ring_default(false, 1, 8, kH200, 384, 132), kTcFragRingStages);
+  EXPECT_EQ(tc_ring_default(false, 1, 8, kH200, 512, 132), 0);
+  EXPECT_EQ(tc_ring_default(false, 1, 1, kH200, 1024, 132), kTcFragRingStages);
+  EXPECT_EQ(tc_ring_default(false, 1, 1, kH200, 1024, 0), 0);  // SMs unknown
   for (bool fp8 : {false, true})
     for (int parts : {1, 32})
-      for (int bs : {1, 8, 16})
-        for (double gbps : {0.0, kH100, kH200}) {
-          const bool frags = !fp8 && parts == 1 && bs > 1 && gbps == kH200;
-          EXPECT_EQ(tc_ring_fill_default(fp8, parts, bs, gbps),
-                    frags ? kTcFillBulkFrags : kTcFillCpAsync)
-              << fp8 << " " << parts << " " << bs << " " << gbps;
-          if (frags) {
-            EXPECT_EQ(tc_ring_default(fp8, parts, bs, gbps, 256, 132), kTcFragRingStages);
+      for (int bs : {1, 8, 16, 32})
+        for (double gbps : {0.0, kH100, kH200})
+          for (int64_t grid : {128, 264, 265, 396, 397, 528, 529, 4096}) {
+            const bool full_page = bs >= 16, window = grid > 396 && grid <= 528;
+            const bool frags = !fp8 && parts == 1 && gbps == kH200 &&
+                               (full_page || (grid > 264 && !window));
+            EXPECT_EQ(tc_ring_fill_default(fp8, parts, bs, gbps, grid, 132),
+                      frags ? kTcFillBulkFrags : kTcFillCpAsync)
+                << fp8 << " " << parts << " " << bs << " " << gbps << " " << grid;
+            if (frags) {
+              EXPECT_EQ(tc_ring_default(fp8, parts, bs, gbps, grid, 132),
+                        window ? kTcFragWaveRingStages : kTcFragRingStages);
+            }
           }
-        }
 }
 
 // The fragment ring's depth by the grid (132 SMs): 3 stages (2 blocks per SM) only for grids past

@@ -78,17 +78,19 @@ bool wave_split_enabled() {
   return on;
 }
 
-// tc's unsplit grids run the fragment ring (decode_tc_ring.h: a 16-bit cache in paged plans on
-// fast DRAM) unless FOLIO_TC_RING=0 forces the registers (or FOLIO_TC_FRAG_GRID=0 asks for
-// session 31's plans, to compare). Its ring of 2 fits 3 blocks per SM and
-// the ring of 3 takes the grids just past that (tc_frag_ring_stages), so the wave split below,
-// which counts the registers' 2 per SM and moves split grids to the registers, does not apply:
-// on the H200 (session 32, K1 queued, page 16) the unsplit fragment rings ran b40 / b48 x 2048
-// in 94.1 / 107.7 us against 113.7 / 122.9 split, b72 / b80 in 171.7 / 177.2 against 189.7 /
-// 198.3, b112 262.7 / 273.8, b48 x 8192 397.7 / 427.4, b80 x 4096 348.0 / 367.6.
-bool tc_unsplit_runs_frags(const DecodeCacheFormat& cache) {
-  return tc_frags_win(cache.fp8, 1, cache.block_size, cache.peak_memory_gbps) &&
-         !detail::tc_registers_forced() && detail::tc_frag_grid_enabled();
+// tc's unsplit grid of `grid_blocks` runs the fragment ring (decode_tc_ring.h's tc_frags_win: a
+// 16-bit cache in unsplit plans on fast DRAM, pages under 16 tokens on some grids only) unless
+// FOLIO_TC_RING=0 forces the registers (or FOLIO_TC_FRAG_GRID=0 asks for session 31's plans, to
+// compare). Its ring of 2 fits 3 blocks per SM and the ring of 3 takes the grids just past that
+// (tc_frag_ring_stages), so the wave split below, which counts the registers' 2 per SM and moves
+// split grids to the registers, does not apply: on the H200 (session 32, K1 queued, page 16) the
+// unsplit fragment rings ran b40 / b48 x 2048 in 94.1 / 107.7 us against 113.7 / 122.9 split,
+// b72 / b80 in 171.7 / 177.2 against 189.7 / 198.3, b112 262.7 / 273.8, b48 x 8192 397.7 /
+// 427.4, b80 x 4096 348.0 / 367.6.
+bool tc_unsplit_runs_frags(const DecodeCacheFormat& cache, int64_t grid_blocks, int num_sms) {
+  return detail::tc_frag_grid_enabled() && !detail::tc_registers_forced() &&
+         tc_frags_win(cache.fp8, 1, cache.block_size, cache.peak_memory_gbps, grid_blocks,
+                      num_sms);
 }
 
 bool refine_enabled() {
@@ -106,8 +108,7 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
                             int num_kv_heads, int head_dim, int num_sms, int partition_size,
                             bool exact, const DecodeCacheFormat& cache) {
   const bool fp8 = cache.fp8;
-  const bool wave_split = k == DecodeKernel::kTc && wave_split_enabled() && partition_size == 0 &&
-                          !tc_unsplit_runs_frags(cache);
+  const bool wave_split = k == DecodeKernel::kTc && wave_split_enabled() && partition_size == 0;
   const int max_p = k == DecodeKernel::kV1 ? kV1MaxPartition : kV2MaxPartition;
   if (partition_size != 0 && (partition_size < kMinPartition || partition_size > max_p ||
                               (partition_size & (partition_size - 1)) != 0))
@@ -159,7 +160,9 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
         auto waves = [&](int64_t b) { return (b + resident - 1) / resident; };
         const int64_t whole = blocks(p), halved = blocks(p / 2);
         const bool alike = 8 * (halved - whole) >= 7 * whole;
-        if (alike && whole > resident && waves(halved) < 2 * waves(whole)) p /= 2;
+        if (alike && whole > resident && waves(halved) < 2 * waves(whole) &&
+            !tc_unsplit_runs_frags(cache, whole, num_sms))
+          p /= 2;
       }
     }
   }
@@ -185,7 +188,8 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
   if (wave_split && !exact && max_parts == 1 && p / 2 >= kMinWaveSplit) {
     const int64_t resident = tc_resident_blocks(num_sms, fp8);
     const int64_t whole = blocks(p);
-    if (whole > resident && 4 * whole <= 5 * resident) {
+    if (whole > resident && 4 * whole <= 5 * resident &&
+        !tc_unsplit_runs_frags(cache, whole, num_sms)) {
       out.step_split = true;
       out.max_partitions = 2;
       out.refine_partitions = false;
@@ -204,9 +208,11 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
   FOLIO_RETURN_IF_ERROR(check_attention_geometry(num_heads, num_kv_heads, head_dim));
   FOLIO_ASSIGN_OR_RETURN(const KernelChoice choice, resolve_kernel(kernel, head_dim));
   // Token mode on a 16-bit cache: v2 where its plan is unsplit, but on fast DRAM not where tc's
-  // unsplit grid fits one resident wave (DecodeCacheFormat says why). v2 is planned first, so
-  // the usual case plans once (tc and v2 validate partition sizes alike). v2's wave is the
-  // larger, so where v2 is unsplit tc is too.
+  // unsplit grid fits one resident wave (DecodeCacheFormat says why) nor where it runs the
+  // fragment ring (session 32, H200, K1 queued: b48 / b96 x 2048 115.5 / 207.2 us against v2's
+  // 117.9 / 224.5, level at b128; B1 in token mode +2.5-3.6% with the fragment ring). v2 is
+  // planned first, so the usual case plans once (tc and v2 validate partition sizes alike). v2's
+  // wave is the larger, so where v2 is unsplit tc is too.
   if (choice.by_planner && choice.kernel == DecodeKernel::kTc && cache.block_size == 1 &&
       !cache.fp8) {
     FOLIO_ASSIGN_OR_RETURN(
@@ -216,7 +222,8 @@ Result<DecodePlan> plan(int num_seqs, LenFn len, int num_heads, int num_kv_heads
         int64_t{num_seqs} * num_kv_heads * head_chunks(num_heads, num_kv_heads);
     const bool tc_one_wave =
         fast_dram(cache.peak_memory_gbps) && tc_blocks <= tc_resident_blocks(num_sms, false);
-    if (v2.max_partitions == 1 && !tc_one_wave) return v2;
+    if (v2.max_partitions == 1 && !tc_one_wave && !tc_unsplit_runs_frags(cache, tc_blocks, num_sms))
+      return v2;
   }
   return plan_for(choice.kernel, num_seqs, len, num_heads, num_kv_heads, head_dim, num_sms,
                   partition_size, exact, cache);

@@ -54,7 +54,10 @@ enum class DecodeKernel {
 // caches tc stays the default everywhere. On fast DRAM (fast_dram.h: the H200) an unsplit grid
 // that fits one resident wave of tc's blocks keeps tc too: there (session 27) tc was 11% faster
 // at b32 x 2048 (85.4 against 95.7 us, 256 blocks on 264 slots) and v2 faster from b48 (122.5
-// against 138.8 us), once tc's grid needs a second, partial wave.
+// against 138.8 us), once tc's grid needs a second, partial wave; since session 32 also grids
+// where tc runs the fragment ring (decode_tc_ring.h's tc_frags_win: b48 x 2048 115.5 against
+// v2's 117.9 us, b96 207.2 / 224.5, b128 280.1 / 281.2), leaving v2 the grids just past one
+// wave of 3 blocks per SM (b64: 147.3 against 159.9).
 struct DecodeCacheFormat {
   int block_size = 16;
   bool fp8 = false;
@@ -103,8 +106,8 @@ struct DecodePlan {
   // shared memory (decode_attention_tc.cuh), filled as tc_ring_bulk says. -1 (the default)
   // picks: FOLIO_TC_RING (0, 2, 3 or 4) when set, else decode_tc_ring.h's default (the ring of
   // 2 for an fp8 cache in an unsplit plan below fast DRAM or in token mode, and of 2 or 3 by the
-  // grid (tc_frag_ring_stages) for a 16-bit cache in an unsplit paged plan on fast DRAM; else
-  // registers). On the H100 (NOTES.md) the
+  // grid (tc_frag_ring_stages) for a 16-bit cache in an unsplit plan on fast DRAM where
+  // tc_frags_win; else registers). On the H100 (NOTES.md) the
   // cp.async ring of 2 took an fp8 cache from 83 to 65 us at b32 x 2048 and 262 to 233 at b128
   // x 2048, and a 16-bit cache from 378 to 452.
   int tc_ring_stages = -1;

@@ -25,7 +25,8 @@
 // So the ring of 2 for an fp8 cache in an unsplit plan on a GPU below kFastDramGbps (or of
 // unknown rate, 0: what held before the H200 was measured), and in token mode on any GPU.
 // - A 16-bit cache on the H200 (session 31): the bulk ring read as fragments (tc_frags_win), of
-//   2 or 3 stages by the grid (session 32: tc_frag_ring_stages).
+//   2 or 3 stages by the grid (session 32: tc_frag_ring_stages); pages under 16 tokens only on
+//   some grids (session 32).
 // FOLIO_TC_RING / FOLIO_TC_RING_BULK (the launcher) and DecodePlan::tc_ring_stages /
 // tc_ring_bulk override it.
 #pragma once
@@ -47,29 +48,47 @@ inline constexpr int kTcFragRingBlocksPerSm = 3, kTcFragWaveRingBlocksPerSm = 2;
 // rows read back as the register form's pieces, bulk rows read back as fragments (16-bit only).
 inline constexpr int kTcFillCpAsync = 0, kTcFillBulkRows = 1, kTcFillBulkFrags = 2;
 
-// A 16-bit cache in an unsplit plan, pages of 2+ tokens, fast DRAM: the bulk ring of 2 read as
-// fragments (H200, session 31: K1 b128 x 2048 269.1 us against 292.5 in registers, b32 75.0 /
-// 77.8, b128 x 8192 1057.4 / 1103.3; B2's wave 9,471 / 9,386 against 9,147 / 9,161 output tok/s).
-// Split plans keep the registers (b1 x 8192 19.9 / 19.7 us, B3 +1%); token mode, pages of 2-15
-// and the H100 were not measured.
-constexpr bool tc_frags_win(bool fp8_cache, int max_partitions, int block_size, double peak_gbps) {
-  return !fp8_cache && max_partitions == 1 && block_size > 1 && fast_dram(peak_gbps);
+// Grids past one wave of 3 blocks per SM and within two of 2 per SM (on `num_sms` SMs, 0:
+// unknown): where the fragment ring's 3 stages pay over its 2 (tc_frag_ring_stages).
+constexpr bool tc_ring3_window(int64_t grid_blocks, int num_sms) {
+  return grid_blocks > int64_t{num_sms} * kTcFragRingBlocksPerSm &&
+         grid_blocks <= 2 * int64_t{num_sms} * kTcFragWaveRingBlocksPerSm;
+}
+
+// Pages of at least this many tokens take the fragment ring on every grid; smaller ones (token
+// mode included) only where it was measured ahead (tc_frags_win).
+inline constexpr int kTcFragFullPage = 16;
+
+// The bulk ring read as fragments: a 16-bit cache in an unsplit plan on fast DRAM.
+// - Pages of 16+ tokens, every grid (H200, session 31: K1 b128 x 2048 269.1 us against 292.5 in
+//   registers, b32 75.0 / 77.8, b128 x 8192 1057.4 / 1103.3; B2's wave 9,471 / 9,386 against
+//   9,147 / 9,161 output tok/s).
+// - Smaller pages, whose 16-token chunks gather rows from several pages (token mode: 16), only
+//   for grids past one wave of the registers' 2 blocks per SM and outside tc_ring3_window (H200,
+//   session 32, K1 queued, fragments against the best other form: page 8 b48 x 2048 110.5 us
+//   against 133.1 in registers, b96 207.8 / 225.2, b128 x 8192 1089.2 / 1111.6, but b32 84.6 /
+//   79.6 and b64 160.0 / 152.9; token mode b48 115.5 against v2's 117.9, b96 207.2 / 224.5,
+//   b128 280.1 / 281.2, but b32 84.8 against tc's registers 80.3 and b64 159.9 against v2's
+//   147.3). With `num_sms` 0 (unknown) they keep the registers.
+// Split plans keep the registers (b1 x 8192 19.9 / 19.7 us, B3 +1%); the H100 was not measured.
+constexpr bool tc_frags_win(bool fp8_cache, int max_partitions, int block_size, double peak_gbps,
+                            int64_t grid_blocks, int num_sms) {
+  if (fp8_cache || max_partitions != 1 || !fast_dram(peak_gbps)) return false;
+  if (block_size >= kTcFragFullPage) return true;
+  return num_sms > 0 && grid_blocks > int64_t{num_sms} * kTcRegisterBlocksPerSm &&
+         !tc_ring3_window(grid_blocks, num_sms);
 }
 
 // The fragment ring's stages for a grid of `grid_blocks` on `num_sms` SMs (0: unknown): 2, which
-// fits 3 blocks per SM, except where the grid lies past one wave of 3 per SM and within two of 2
-// per SM: there a second wave of the ring of 2 would run a third of the SMs' slots, while the ring
-// of 3 (2 per SM, the same 24 chunks in flight per SM) fills both of its waves. On the H200
-// (session 32, K1 queued, page 16, 132 SMs) b56 / b64 x 2048 (448 / 512 blocks) ran 140.6 / 145.3
-// us with 3 stages against 166.7 / 167.5 with 2, b64 x 4096 276.4 against 321.5; the ring of 2
-// won everywhere else measured: b40-b48 (one wave of 3 per SM, 94.1 / 107.7 against 135.5 /
-// 136.6), b72-b128 (171.7 against 202.8 at b72, 274.0 against 278.8 at b128), b48 x 8192, b80 x
-// 4096.
+// fits 3 blocks per SM, except in tc_ring3_window: there a second wave of the ring of 2 would run
+// a third of the SMs' slots, while the ring of 3 (2 per SM, the same 24 chunks in flight per SM)
+// fills both of its waves. On the H200 (session 32, K1 queued, page 16, 132 SMs) b56 / b64 x 2048
+// (448 / 512 blocks) ran 140.6 / 145.3 us with 3 stages against 166.7 / 167.5 with 2, b64 x 4096
+// 276.4 against 321.5; the ring of 2 won everywhere else measured: b40-b48 (one wave of 3 per SM,
+// 94.1 / 107.7 against 135.5 / 136.6), b72-b128 (171.7 against 202.8 at b72, 274.0 against 278.8
+// at b128), b48 x 8192, b80 x 4096.
 constexpr int tc_frag_ring_stages(int64_t grid_blocks, int num_sms) {
-  const int64_t slots = int64_t{num_sms} * kTcFragRingBlocksPerSm;
-  const int64_t slots_wave = int64_t{num_sms} * kTcFragWaveRingBlocksPerSm;
-  return grid_blocks > slots && grid_blocks <= 2 * slots_wave ? kTcFragWaveRingStages
-                                                              : kTcFragRingStages;
+  return tc_ring3_window(grid_blocks, num_sms) ? kTcFragWaveRingStages : kTcFragRingStages;
 }
 
 // `max_partitions`: the plan's (1: unsplit); `block_size`: tokens per cache page (1: token mode);
@@ -77,7 +96,7 @@ constexpr int tc_frag_ring_stages(int64_t grid_blocks, int num_sms) {
 // `num_sms`: the GPU's (0 when unknown).
 constexpr int tc_ring_default(bool fp8_cache, int max_partitions, int block_size, double peak_gbps,
                               int64_t grid_blocks, int num_sms) {
-  if (tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps))
+  if (tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps, grid_blocks, num_sms))
     return tc_frag_ring_stages(grid_blocks, num_sms);
   const bool registers_win = fast_dram(peak_gbps) && block_size > 1;
   return fp8_cache && max_partitions == 1 && !registers_win ? kTcFp8RingStages : 0;
@@ -86,9 +105,10 @@ constexpr int tc_ring_default(bool fp8_cache, int max_partitions, int block_size
 // How the default's ring fills (DecodePlan::tc_ring_bulk): bulk rows read as fragments where
 // tc_frags_win, else cp.async.
 constexpr int tc_ring_fill_default(bool fp8_cache, int max_partitions, int block_size,
-                                   double peak_gbps) {
-  return tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps) ? kTcFillBulkFrags
-                                                                        : kTcFillCpAsync;
+                                   double peak_gbps, int64_t grid_blocks, int num_sms) {
+  return tc_frags_win(fp8_cache, max_partitions, block_size, peak_gbps, grid_blocks, num_sms)
+             ? kTcFillBulkFrags
+             : kTcFillCpAsync;
 }
 
 }  // namespace folio::cuda
