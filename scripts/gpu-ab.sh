@@ -10,9 +10,11 @@
 # Variables (each optional):
 #   TESTS        gtest filter of correctness tests (a failure stops the script before benches)
 #   KBENCH       gtest filter of FOLIO_CUDA_BENCH=1 kernel benches
-#   KBENCH_ENV   space-separated VAR=value settings, one kernel-bench run each ("-" = none)
+#   KBENCH_ENV   space-separated VAR=value settings, one kernel-bench run each ("-" = none;
+#                commas join several variables, as in B3_VARIANTS)
 #   B3_VARIANTS  space-separated VAR=value settings ("-" = none), one B3 latency run each
-#                (batch 1, 128 in / 256 out, as in bench/results)
+#                (batch 1, 128 in / 256 out, as in bench/results); a setting of several
+#                variables joins them with commas (FOLIO_TC_RING=2,FOLIO_TC_RING_BULK=2)
 #   ROUNDS       passes over B3_VARIANTS, alternated (default 1): variants compared within one
 #                machine and its clocks, each round printing one TPOT line per variant
 #   LAT_BATCH    batch size of the latency runs (default 1: B3)
@@ -41,7 +43,7 @@ fi
 if [[ -n ${KBENCH:-} ]]; then
   for setting in ${KBENCH_ENV:--}; do
     echo "== kernel bench $KBENCH ($setting)"
-    env $([[ $setting == - ]] || echo "$setting") FOLIO_CUDA_BENCH=1 timeout 200 \
+    env $([[ $setting == - ]] || echo "${setting//,/ }") FOLIO_CUDA_BENCH=1 timeout 200 \
       "$CARRY/folio_cuda_tests" --gtest_filter="$KBENCH" 2>&1 | tee -a "$out/kbench.log" |
       grep -vE '^\[ (RUN|  +OK) ' | grep -vE '^$' | tail -n 40
   done
@@ -53,7 +55,7 @@ for round in $(seq "${ROUNDS:-1}"); do
   for setting in ${B3_VARIANTS:-}; do
     i=$((i + 1))
     echo "== B3 latency ($setting) batch ${LAT_BATCH:-1} ${LAT_ARGS:-}, round $round"
-    env $([[ $setting == - ]] || echo "$setting") timeout 150 "$CARRY/folio" bench latency \
+    env $([[ $setting == - ]] || echo "${setting//,/ }") timeout 150 "$CARRY/folio" bench latency \
       "${m[@]}" --batch-size "${LAT_BATCH:-1}" --input-len 128 --output-len 256 --num-iters-warmup 1 \
       --num-iters 3 ${LAT_ARGS:-} --output-json "$out/latency_$i.json" 2>&1 | grep -vE '^\[' |
       tail -n 5
@@ -61,7 +63,7 @@ for round in $(seq "${ROUNDS:-1}"); do
       "$out/latency_$i.json" "$round" "$setting" 2>/dev/null || echo "round $round $setting: no result"
     if [[ -n ${THROUGHPUT:-} ]]; then
       echo "== throughput ($setting) $THROUGHPUT"
-      env $([[ $setting == - ]] || echo "$setting") timeout 240 "$CARRY/folio" bench throughput \
+      env $([[ $setting == - ]] || echo "${setting//,/ }") timeout 240 "$CARRY/folio" bench throughput \
         "${m[@]}" $THROUGHPUT --output-json "$out/throughput_$i.json" 2>&1 | grep -vE '^\[' |
         tail -n 6
     fi
