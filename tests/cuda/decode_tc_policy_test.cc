@@ -103,6 +103,15 @@ TEST(DecodeTcRingTest, FragmentRingDepthByGrid) {
   EXPECT_EQ(tc_ring_default(false, 1, 16, 3352, 512, 132), 0);   // the H100: registers
 }
 
+// Splits of long partitions count as unsplit for the form (the fragment ring over a 16-bit cache
+// on fast DRAM); refined plans and shorter partitions do not.
+TEST(DecodeTcRingTest, LongSplitsCountAsWhole) {
+  EXPECT_TRUE(tc_split_counts_as_whole(kTcFragMinSplitTokens, false));
+  EXPECT_TRUE(tc_split_counts_as_whole(4096, false));
+  EXPECT_FALSE(tc_split_counts_as_whole(kTcFragMinSplitTokens / 2, false));
+  EXPECT_FALSE(tc_split_counts_as_whole(4096, true));                        // refined
+}
+
 // The rate the policy reads: the driver's clock and bus width give a datasheet-like figure.
 TEST(DecodeTcL2AheadTest, PeakMemoryRateOfThisGpu) {
   FOLIO_REQUIRE_GPU();

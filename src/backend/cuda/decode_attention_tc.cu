@@ -157,9 +157,17 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
     const TcL2Prefetch l2 = l2_prefetch_for(grid_blocks, peak_gbps);
     a.l2_ahead = l2.steps;
     a.l2_lines = l2.lines ? 1 : 0;
+    // Over a 16-bit cache the form's policy also counts a split of long partitions as unsplit
+    // (session 32: the fragment ring there; FOLIO_TC_FRAG_GRID=0: not so).
     const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
-    const int stages = ring_stages(plan, partitions, fp8, p.block_size, peak_gbps, grid_blocks);
-    const int fill = ring_fill(plan, partitions, fp8, p.block_size, peak_gbps, grid_blocks);
+    const int form_partitions =
+        !fp8 && tc_frag_grid_enabled() &&
+                tc_split_counts_as_whole(plan.partition_size, plan.refine_partitions)
+            ? 1
+            : partitions;
+    const int stages =
+        ring_stages(plan, form_partitions, fp8, p.block_size, peak_gbps, grid_blocks);
+    const int fill = ring_fill(plan, form_partitions, fp8, p.block_size, peak_gbps, grid_blocks);
     if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, fill, stream);
     return launch_tc<T, T>(a, p.num_seqs, stages, fill, stream);
   });

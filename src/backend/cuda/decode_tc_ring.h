@@ -79,6 +79,20 @@ constexpr bool tc_frags_win(bool fp8_cache, int max_partitions, int block_size, 
          !tc_ring3_window(grid_blocks, num_sms);
 }
 
+// A split plan over a 16-bit cache whose partitions hold at least this many tokens (and are not
+// refined per sequence on the device) counts as unsplit for the policy: its blocks stream as long
+// as an unsplit grid's (the split only adds the merge). H200, session 32, K1 queued, page 16,
+// the forms forced on split plans, fragment ring 2 against the registers: partitions of 1024 at
+// b4 x 8192 45.3 / 46.6 us and b8 x 4096 45.3 / 47.0, of 2048 at b8 x 8192 79.4 / 81.5 and b16 x
+// 4096 79.0 / 81.3, of 4096 at b16 x 8192 144.7 / 149.1; of 512 (b2 x 8192) 29.3 / 30.8, but of
+// 256 (b1 x 8192) 20.4 / 19.9. Refined plans (graph buckets of a few sequences, whose device-side
+// partitions shrink to 64+ tokens with short contexts) keep the registers, which issue their first
+// loads before pdl_wait (B3: the fragment ring +1%).
+inline constexpr int kTcFragMinSplitTokens = 1024;
+constexpr bool tc_split_counts_as_whole(int partition_size, bool refined) {
+  return !refined && partition_size >= kTcFragMinSplitTokens;
+}
+
 // The fragment ring's stages for a grid of `grid_blocks` on `num_sms` SMs (0: unknown): 2, which
 // fits 3 blocks per SM, except in tc_ring3_window: there a second wave of the ring of 2 would run
 // a third of the SMs' slots, while the ring of 3 (2 per SM, the same 24 chunks in flight per SM)
