@@ -36,8 +36,11 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
 // FOLIO_TC_RING=0 (tc's register form on every launch) is set: the planner then plans tc's
 // unsplit grids for the registers' residency rather than the default form's.
 bool tc_registers_forced();
-// FOLIO_TC_FRAG_GRID=0 (a measuring switch): the fragment ring keeps 2 stages on every grid and
-// the planner wave-splits as for the registers (before session 32). Read once.
+// FOLIO_TC_FRAG_GRID=0 (a measuring switch, session 31's choices): the fragment ring keeps 2
+// stages on every grid of pages of 16+ tokens, splits keep the registers, the planner wave-splits
+// as for the registers, and token mode picks v2 past one register wave. Unlike session 31, pages
+// of 2-15 tokens then take the registers (the policy cannot place them without the SM count).
+// Read once.
 bool tc_frag_grid_enabled();
 // Measuring builds (FOLIO_KERNEL_TRACE, kernel_trace.cuh): the tc kernels' per-block stamps go
 // to `words` (kTcTraceWords per block, blocks numbered x fastest; nullptr: none) from the next
