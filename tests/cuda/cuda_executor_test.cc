@@ -313,11 +313,12 @@ TEST(CudaGraphWaveSplit, SplitAndUnsplitStepsMatchEagerSteps) {
   o.max_num_batched_tokens = 8192;
   o.max_model_len = 4096;
   Setup su{KvCacheDtype::kAuto, 40, 36, 6};
-  cuda::DecodeCacheFormat cache;
+  auto format_of = [&](const Setup& x) {
+    return cuda::DecodeCacheFormat{16, x.kv == KvCacheDtype::kFp8E4m3, info->peak_memory_gbps};
+  };
   auto plan_bucket = [&](const Setup& x) {
-    cache = cuda::DecodeCacheFormat{16, x.kv == KvCacheDtype::kFp8E4m3, info->peak_memory_gbps};
     return cuda::plan_decode_attention_bounded(x.bucket, o.max_model_len, 8, 8, 128, info->num_sms,
-                                               0, cuda::DecodeKernel::kDefault, cache);
+                                               0, cuda::DecodeKernel::kDefault, format_of(x));
   };
   auto graph_plan = plan_bucket(su);
   ASSERT_TRUE(graph_plan.ok()) << graph_plan.status().to_string();
@@ -327,6 +328,7 @@ TEST(CudaGraphWaveSplit, SplitAndUnsplitStepsMatchEagerSteps) {
     ASSERT_TRUE(graph_plan.ok()) << graph_plan.status().to_string();
   }
   if (!graph_plan->step_split) GTEST_SKIP() << "no bucket just past one wave on this GPU";
+  const cuda::DecodeCacheFormat cache = format_of(su);
   const int num_long = su.num_long, num_short = su.num_short;
   o.kv_cache_dtype = su.kv;
   o.num_blocks = (num_long * (long_len + 16) + num_short * 128) / 16 + 16;

@@ -105,6 +105,16 @@ TEST(DecodeAttentionPlanTest, TokenModeTakesV2WhereUnsplit) {
   EXPECT_EQ(bounded->kernel, DecodeKernel::kTc);
 }
 
+// FOLIO_TC_RING=0 (tc's register form everywhere) or FOLIO_TC_FRAG_GRID=0: the planner plans
+// every tc grid for the registers' residency.
+bool frag_plans_off() {
+  auto is0 = [](const char* name) {
+    const char* e = std::getenv(name);
+    return e != nullptr && std::string(e) == "0";
+  };
+  return is0("FOLIO_TC_RING") || is0("FOLIO_TC_FRAG_GRID");
+}
+
 // On fast DRAM (the H200) token mode keeps tc where tc's unsplit grid fits one resident wave
 // (2 blocks per SM): 32 sequences x 8 KV heads = 256 blocks on 132 SMs, not 48 x 8 = 384.
 TEST(DecodeAttentionPlanTest, TokenModeKeepsTcForOneWaveOnFastDram) {
@@ -122,11 +132,7 @@ TEST(DecodeAttentionPlanTest, TokenModeKeepsTcForOneWaveOnFastDram) {
   // Past it, tc where it runs the fragment ring (grids past 264 blocks, outside (396, 528]),
   // v2 in that window; with the registers forced (FOLIO_TC_RING=0) or session 31's plans
   // (FOLIO_TC_FRAG_GRID=0), v2 past the one wave.
-  const char* ring_env = std::getenv("FOLIO_TC_RING");
-  const char* grid_env = std::getenv("FOLIO_TC_FRAG_GRID");
-  const bool frags = !(ring_env && std::string(ring_env) == "0") &&
-                     !(grid_env && std::string(grid_env) == "0");
-  const DecodeKernel past = frags ? DecodeKernel::kTc : DecodeKernel::kV2;
+  const DecodeKernel past = frag_plans_off() ? DecodeKernel::kV2 : DecodeKernel::kTc;
   EXPECT_EQ(kernel_for(34, 2048, h200), past);
   EXPECT_EQ(kernel_for(48, 2048, h200), past);        // 384 blocks
   EXPECT_EQ(kernel_for(50, 2048, h200), DecodeKernel::kV2);  // 400: the ring of 3's window
@@ -203,16 +209,6 @@ TEST(DecodeAttentionPlanTest, RefinesPartitionsWhereTheGridFitsAWave) {
 // per SM for a 16-bit cache, 3 for fp8) halves its partitions once where that takes fewer
 // wave-equivalents, leaves partitions of at least 1024 tokens and splits nearly every sequence;
 // graph plans leave it to each step.
-// FOLIO_TC_RING=0 (tc's register form everywhere) or FOLIO_TC_FRAG_GRID=0: the planner plans
-// every tc grid for the registers' residency.
-bool frag_plans_off() {
-  auto is0 = [](const char* name) {
-    const char* e = std::getenv(name);
-    return e != nullptr && std::string(e) == "0";
-  };
-  return is0("FOLIO_TC_RING") || is0("FOLIO_TC_FRAG_GRID");
-}
-
 TEST(DecodeAttentionPlanTest, TcWaveSplitEvensAPartialLastWave) {
   unsetenv("FOLIO_DECODE_KERNEL");
   auto plan_of = [](int seqs, int len, bool fp8) {

@@ -21,8 +21,8 @@ constexpr int kMinAutoPartition = 64;   // below this, block setup outweighs the
 constexpr int kV1BlocksPerSm = 2;       // v1: split until the grid has this many blocks per SM
 constexpr int kV2BlocksPerSm = 3;       // v2: resident blocks per SM (registers: 3 or 4)
 constexpr int kTcBlocksPerSm = kTcRegisterBlocksPerSm;  // tc's register form (launch bounds)
-constexpr int kTcFp8BlocksPerSm = 3;                    // tc over an fp8 cache (every form)
-constexpr int kMinWaveSplit = 1024;  // tc's wave split keeps partitions at least this long
+constexpr int kTcFp8BlocksPerSm = 3;    // tc over an fp8 cache (every form)
+constexpr int kMinWaveSplit = 1024;     // tc's wave split keeps partitions at least this long
 
 // Blocks per KV head of a decode grid: decode_head_chunk (and tc) cap a block at 8 q heads.
 int head_chunks(int num_heads, int num_kv_heads) {
@@ -128,7 +128,8 @@ Result<DecodePlan> plan_for(DecodeKernel k, int num_seqs, LenFn len, int num_hea
     return b * num_kv_heads * chunks;
   };
   // v2 and tc: one resident wave of blocks.
-  const int64_t wave = int64_t{k == DecodeKernel::kTc ? kTcBlocksPerSm : kV2BlocksPerSm} * num_sms;
+  const int64_t wave =
+      int64_t{k == DecodeKernel::kTc ? kTcBlocksPerSm : kV2BlocksPerSm} * num_sms;
   int p = partition_size;
   if (p == 0) {
     // Split finer (flash-decoding) until the grid has about a resident wave of blocks.
@@ -306,9 +307,8 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
           "decode_attention: a fused qkv_post needs kernel tc, head_dim 128 and at most 8 q "
           "heads per KV head");
     if (!f.positions || !f.inv_freq || !f.slot_mapping)
-      return invalid_argument(
-          "decode_attention: a fused qkv_post needs positions, inv_freq "
-          "and slot_mapping");
+      return invalid_argument("decode_attention: a fused qkv_post needs positions, inv_freq "
+                              "and slot_mapping");
   }
   if ((!f.qkv && !aligned16(p.q)) || !aligned16(p.k_cache) || !aligned16(p.v_cache) ||
       !aligned16(p.out) || !aligned16(workspace))

@@ -40,34 +40,31 @@ static_assert(
     tc::blocks_per_sm<__nv_bfloat16, __nv_bfloat16, kTcFragWaveRingStages, kTcFillBulkFrags>() ==
     kTcFragWaveRingBlocksPerSm);
 
-// The SMs decode_tc_ring.h's policy plans the fragment ring for: the current device's, or 0 (as
-// if unknown) under FOLIO_TC_FRAG_GRID=0.
-int policy_num_sms() {
-  return tc_frag_grid_enabled() ? current_device_num_sms() : 0;
-}
-
-// DecodePlan::tc_ring_stages resolved: the plan's, else the environment's, else
-// decode_tc_ring.h's default for this cache (pages of `block_size` tokens), plan (`partitions`
-// per sequence at most), grid (`grid_blocks`) and GPU (DRAM peak `peak_gbps`, its SMs).
-int ring_stages(const DecodePlan& plan, int partitions, bool fp8, int block_size, double peak_gbps,
-                int64_t grid_blocks) {
-  if (plan.tc_ring_stages >= 0) return plan.tc_ring_stages;
-  if (const int env = ring_from_env(); env >= 0) return env;
-  return tc_ring_default(fp8, partitions, block_size, peak_gbps, grid_blocks, policy_num_sms());
-}
-
-// DecodePlan::tc_ring_bulk resolved (kTcFill*): the plan's, else FOLIO_TC_RING_BULK (0, 1 or
-// 2; read once), else decode_tc_ring.h's default, as ring_stages.
-int ring_fill(const DecodePlan& plan, int partitions, bool fp8, int block_size, double peak_gbps,
-              int64_t grid_blocks) {
-  static const int env = [] {
+// A launch's form: DecodePlan::tc_ring_stages and tc_ring_bulk resolved, each the plan's, else
+// the environment's (FOLIO_TC_RING: 0, 2, 3 or 4; FOLIO_TC_RING_BULK: 0, 1 or 2; read once), else
+// decode_tc_ring.h's default for this cache (pages of `block_size` tokens), plan (`partitions` per
+// sequence at most), grid (`grid_blocks`) and GPU (DRAM peak `peak_gbps`, its SMs; under
+// FOLIO_TC_FRAG_GRID=0 the policy is given 0 SMs, as if unknown).
+struct TcForm {
+  int stages, fill;
+};
+TcForm resolve_form(const DecodePlan& plan, int partitions, bool fp8, int block_size,
+                    double peak_gbps, int64_t grid_blocks) {
+  static const int fill_env = [] {
     const int v = env_int("FOLIO_TC_RING_BULK").value_or(-1);
     return v >= 0 && v <= 2 ? v : -1;
   }();
-  if (plan.tc_ring_bulk >= 0) return plan.tc_ring_bulk;
-  if (env >= 0) return env;
-  return tc_ring_fill_default(fp8, partitions, block_size, peak_gbps, grid_blocks,
-                              policy_num_sms());
+  TcForm f{plan.tc_ring_stages, plan.tc_ring_bulk};
+  if (f.stages < 0) f.stages = ring_from_env();
+  if (f.fill < 0) f.fill = fill_env;
+  if (f.stages < 0 || f.fill < 0) {
+    const int num_sms = tc_frag_grid_enabled() ? current_device_num_sms() : 0;
+    if (f.stages < 0)
+      f.stages = tc_ring_default(fp8, partitions, block_size, peak_gbps, grid_blocks, num_sms);
+    if (f.fill < 0)
+      f.fill = tc_ring_fill_default(fp8, partitions, block_size, peak_gbps, grid_blocks, num_sms);
+  }
+  return f;
 }
 
 // V2Args::l2_ahead and l2_lines: decode_tc_l2_ahead.h's default for this grid and this GPU (DRAM
@@ -165,11 +162,10 @@ Status launch_decode_tc(const PagedAttentionParams& p, const DecodePlan& plan,
                 tc_split_counts_as_whole(plan.partition_size, plan.refine_partitions)
             ? 1
             : partitions;
-    const int stages =
-        ring_stages(plan, form_partitions, fp8, p.block_size, peak_gbps, grid_blocks);
-    const int fill = ring_fill(plan, form_partitions, fp8, p.block_size, peak_gbps, grid_blocks);
-    if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, stages, fill, stream);
-    return launch_tc<T, T>(a, p.num_seqs, stages, fill, stream);
+    const TcForm f =
+        resolve_form(plan, form_partitions, fp8, p.block_size, peak_gbps, grid_blocks);
+    if (fp8) return launch_tc<T, uint8_t>(a, p.num_seqs, f.stages, f.fill, stream);
+    return launch_tc<T, T>(a, p.num_seqs, f.stages, f.fill, stream);
   });
 }
 

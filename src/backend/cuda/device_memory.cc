@@ -96,32 +96,39 @@ Result<DeviceInfo> device_info(int device) {
   return info;
 }
 
-double current_device_peak_memory_gbps() {
-  constexpr int kMaxDevices = 64;
-  // Per device: 0 not looked up yet, -1 unknown, else the rate. Ranks on other threads look up
-  // their own devices; a race only repeats the same lookup.
-  static std::atomic<double> cache[kMaxDevices];
+namespace {
+
+// A property of the current device, looked up once per device: `lookup(device)` > 0 is kept,
+// anything else is remembered as unknown and read as 0. Ranks on other threads look up their own
+// devices; a race only repeats the same lookup.
+template <typename Lookup>
+double cached_for_current_device(std::atomic<double> (&cache)[64], Lookup lookup) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 0;
-  double v = cache[device].load(std::memory_order_relaxed);
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+  double v = cache[device].load(std::memory_order_relaxed);  // 0 not looked up yet, -1 unknown
   if (v == 0) {
-    const double g = peak_memory_gbps_of(device);
-    v = g > 0 ? g : -1;
+    const double got = lookup(device);
+    v = got > 0 ? got : -1;
     cache[device].store(v, std::memory_order_relaxed);
   }
   return v > 0 ? v : 0;
 }
 
+}  // namespace
+
+double current_device_peak_memory_gbps() {
+  static std::atomic<double> cache[64];
+  return cached_for_current_device(cache, peak_memory_gbps_of);
+}
+
 int current_device_num_sms() {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices];  // 0: not looked up yet (or unknown), else the count
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 0;
-  int v = cache[device].load(std::memory_order_relaxed);
-  if (v == 0 && cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
-      v > 0)
-    cache[device].store(v, std::memory_order_relaxed);
-  return v > 0 ? v : 0;
+  static std::atomic<double> cache[64];
+  return static_cast<int>(cached_for_current_device(cache, [](int device) {
+    int n = 0;
+    return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess
+               ? n
+               : 0;
+  }));
 }
 
 Status copy_async(void* dst, const void* src, size_t bytes, void* stream) {
