@@ -37,7 +37,23 @@ Result<LatencyIteration> run_iteration(EngineCore& engine, const LatencyConfig& 
     guard.added(g.request_id);
     FOLIO_RETURN_IF_ERROR(engine.add_request(std::move(g), sink, /*final_only=*/false));
   }
-  while (engine.has_unfinished()) FOLIO_RETURN_IF_ERROR(engine.step());
+  // A step ran the full batch alone when it computed and sampled exactly one token per request:
+  // no prefill chunk, no request finished before it.
+  const int64_t batch = c.batch_size;
+  double full_steps_s = 0.0;
+  int full_steps = 0;
+  while (engine.has_unfinished()) {
+    const EngineCounters before = engine.counters();
+    const auto s0 = Clock::now();
+    FOLIO_RETURN_IF_ERROR(engine.step());
+    const EngineCounters& after = engine.counters();
+    if (after.computed_tokens - before.computed_tokens == batch &&
+        after.generated_tokens - before.generated_tokens == batch &&
+        after.model_steps == before.model_steps + 1) {
+      full_steps_s += std::chrono::duration<double>(Clock::now() - s0).count();
+      ++full_steps;
+    }
+  }
   const auto t1 = Clock::now();
   if (failed > 0)
     return resource_exhausted(std::to_string(failed) + " of the batch's requests failed "
@@ -45,7 +61,9 @@ Result<LatencyIteration> run_iteration(EngineCore& engine, const LatencyConfig& 
   LatencyIteration it;
   it.total_s = std::chrono::duration<double>(t1 - t0).count();
   it.ttft_s = std::chrono::duration<double>(*std::max_element(first.begin(), first.end()) - t0).count();
-  if (c.output_len > 1) it.tpot_s = (it.total_s - it.ttft_s) / (c.output_len - 1);
+  if (c.output_len > 1) it.tpot_wall_s = (it.total_s - it.ttft_s) / (c.output_len - 1);
+  it.full_batch_steps = full_steps;
+  it.tpot_s = full_steps > 0 ? full_steps_s / full_steps : it.tpot_wall_s;
   return it;
 }
 
@@ -122,11 +140,13 @@ FloorBandwidth resolve_floor_bandwidth(const Executor& executor, double flag_gbp
 
 nlohmann::json latency_json(const LatencyConfig& c, const std::vector<LatencyIteration>& iters,
                             const BandwidthFloor& floor, double bandwidth_gbps) {
-  std::vector<double> total, ttft, tpot;
+  std::vector<double> total, ttft, tpot, tpot_wall, full_steps;
   for (const auto& it : iters) {
     total.push_back(it.total_s);
     ttft.push_back(it.ttft_s);
     tpot.push_back(it.tpot_s);
+    tpot_wall.push_back(it.tpot_wall_s);
+    full_steps.push_back(it.full_batch_steps);
   }
   const Summary lat = summarize(total);
   const double mean_tpot = mean(tpot);
@@ -144,6 +164,8 @@ nlohmann::json latency_json(const LatencyConfig& c, const std::vector<LatencyIte
           {"median_ttft_ms", percentile(ttft, 50) * 1000.0},
           {"mean_tpot_ms", mean_tpot * 1000.0},
           {"median_tpot_ms", percentile(tpot, 50) * 1000.0},
+          {"mean_tpot_wall_ms", mean(tpot_wall) * 1000.0},
+          {"full_batch_decode_steps", mean(full_steps)},
           {"bandwidth_gbps", bandwidth_gbps},
           {"bytes_per_decode_step", floor.bytes_per_step},
           {"weight_bytes", floor.weight_bytes},

@@ -1,8 +1,16 @@
 // Batch latency (benchmark B3): B requests of N prompt tokens each, submitted together, each
 // generating M tokens with EOS ignored; per iteration the time to first token (until every one
-// of the B prompts has its first token: the prefill of the batch) and the time per output token
-// ((total - TTFT) / (M - 1): the mean decode step). Warm-up iterations run first and are not
-// counted; each iteration draws fresh prompts, so the prefix cache never serves a prefill.
+// of the B prompts has its first token: the prefill of the batch) and the time per output token:
+// the mean duration of the steps in which all B requests decoded one token each and nothing else
+// ran (SGLang's bench_one_batch measures the same step). Warm-up iterations run first and are
+// not counted; each iteration draws fresh prompts, so the prefix cache never serves a prefill.
+//
+// Why not (total - TTFT) / (M - 1), the wall-clock form (kept as `tpot_wall_s`): when the batch's
+// prompts take more than one step (B * N above --max-num-batched-tokens), requests start decoding
+// one chunk apart and the early ones finish before the last one, so the steps after the last
+// first token run ever smaller batches. At batch 16 x 8064 tokens with the default 2048-token
+// budget the wall-clock form read 7.18 ms on an H200, 9% under the bandwidth floor of a batch-16
+// step. Where no step ran the full batch (M smaller than the stagger), TPOT falls back to it.
 //
 // Beside the figure, the bandwidth floor of a decode step at batch B and mean context C:
 //   (weight bytes read + B * C * kv_bytes_per_token) / bandwidth
@@ -34,9 +42,11 @@ struct LatencyConfig {
 };
 
 struct LatencyIteration {
-  double ttft_s = 0.0;   // submit -> the last of the batch's first tokens
-  double total_s = 0.0;  // submit -> every request finished
-  double tpot_s = 0.0;   // (total - ttft) / (output_len - 1); 0 when output_len == 1
+  double ttft_s = 0.0;       // submit -> the last of the batch's first tokens
+  double total_s = 0.0;      // submit -> every request finished
+  int full_batch_steps = 0;  // steps in which each of the B requests decoded one token, alone
+  double tpot_s = 0.0;       // their mean duration; tpot_wall_s when there were none
+  double tpot_wall_s = 0.0;  // (total - ttft) / (output_len - 1); 0 when output_len == 1
 };
 
 // Errors when the shape cannot fit the engine (context length, KV capacity for the batch).
@@ -76,8 +86,8 @@ struct FloorBandwidth {
 };
 FloorBandwidth resolve_floor_bandwidth(const Executor& executor, double flag_gbps);
 
-// avg/percentile latencies, mean TTFT and TPOT, the floor and floor / TPOT, and the floor's
-// kv_cache_dtype.
+// avg/percentile latencies, mean TTFT and TPOT (and the wall-clock form beside it, with the
+// full-batch steps per iteration), the floor and floor / TPOT, and the floor's kv_cache_dtype.
 nlohmann::json latency_json(const LatencyConfig& c, const std::vector<LatencyIteration>& iters,
                             const BandwidthFloor& floor, double bandwidth_gbps);
 

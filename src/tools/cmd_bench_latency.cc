@@ -24,8 +24,13 @@ void print_result(const nlohmann::json& j, const std::string& device) {
   std::printf("  avg latency %.4f s, p50 %.4f s, p99 %.4f s\n", j["avg_latency"].get<double>(),
               j["percentiles"]["50"].get<double>(), j["percentiles"]["99"].get<double>());
   std::printf("  TTFT (prefill of the batch): mean %.3f ms\n", j["mean_ttft_ms"].get<double>());
-  std::printf("  TPOT (mean decode step): mean %.3f ms, median %.3f ms\n",
-              j["mean_tpot_ms"].get<double>(), j["median_tpot_ms"].get<double>());
+  std::printf("  TPOT (mean step of the full batch decoding, %.0f such steps per iteration): "
+              "mean %.3f ms, median %.3f ms; (total - TTFT) / (out - 1): %.3f ms\n",
+              j["full_batch_decode_steps"].get<double>(), j["mean_tpot_ms"].get<double>(),
+              j["median_tpot_ms"].get<double>(), j["mean_tpot_wall_ms"].get<double>());
+  if (j["full_batch_decode_steps"].get<double>() == 0 && j["output_len"].get<int>() > 1)
+    std::printf("  (no step decoded the whole batch alone: the prompts' prefill outlasted the "
+                "first requests' outputs; TPOT is the wall-clock form)\n");
   std::printf("  bandwidth floor: %.3f ms per step (%.3g bytes at %.0f GB/s, %s); "
               "floor / TPOT = %.1f%%\n",
               j["floor_tpot_ms"].get<double>(), j["bytes_per_decode_step"].get<double>(),

@@ -155,7 +155,11 @@ TEST(BenchLatency, MeasuresPrefillAndDecode) {
   for (const auto& it : *iters) {
     EXPECT_GT(it.ttft_s, 0.0);
     EXPECT_GT(it.total_s, it.ttft_s);
-    EXPECT_NEAR(it.tpot_s * 5, it.total_s - it.ttft_s, 1e-12);
+    EXPECT_NEAR(it.tpot_wall_s * 5, it.total_s - it.ttft_s, 1e-12);
+    // One prefill step (72 tokens fit the budget), then 5 steps of the 3 requests decoding.
+    EXPECT_EQ(it.full_batch_steps, 5);
+    EXPECT_GT(it.tpot_s, 0.0);
+    EXPECT_LE(it.tpot_s * 5, it.total_s - it.ttft_s);  // the steps lie inside that window
   }
   EXPECT_FALSE((*engine)->has_unfinished());
   EXPECT_EQ((*engine)->counters().generated_tokens, 4 * 3 * 6);  // warm-up included
@@ -167,6 +171,43 @@ TEST(BenchLatency, MeasuresPrefillAndDecode) {
   c.batch_size = 1;
   c.input_len = 4091;  // + 6 output tokens > the 4096 context: refused before running
   EXPECT_FALSE(run_latency(**engine, c).ok());
+}
+
+// Prompts over the step budget prefill one chunk at a time, so the requests start decoding
+// steps apart: only the steps in which all of them decode count toward TPOT, and with fewer
+// output tokens than the stagger none do and TPOT is the wall-clock form.
+TEST(BenchLatency, StaggeredPrefillCountsOnlyFullBatchSteps) {
+  LoadOptions o;
+  o.model_dir = kModel;
+  EngineConfig config;
+  config.sched.max_num_batched_tokens = 32;
+  auto engine = load_engine(o, config);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  LatencyConfig c;
+  c.batch_size = 4;
+  c.input_len = 30;  // 120 prompt tokens: at least 4 prefill steps, first tokens staggered
+  c.output_len = 8;
+  c.num_iters = 1;
+  c.num_iters_warmup = 0;
+  auto iters = run_latency(**engine, c);
+  ASSERT_TRUE(iters.ok()) << iters.status().to_string();
+  const LatencyIteration& it = iters->at(0);
+  // The last request's first token comes 3+ steps after the first's, which then finishes 3+
+  // steps before it: at most 7 - 3 steps run all four.
+  EXPECT_GT(it.full_batch_steps, 0);
+  EXPECT_LE(it.full_batch_steps, c.output_len - 1 - 3);
+  EXPECT_GT(it.tpot_s, 0.0);
+  EXPECT_NE(it.tpot_s, it.tpot_wall_s);
+  auto j = latency_json(c, *iters, decode_bandwidth_floor((*engine)->model_config(), 4, 34, 1),
+                        1.0);
+  EXPECT_EQ(j["full_batch_decode_steps"].get<double>(), it.full_batch_steps);
+  EXPECT_NEAR(j["mean_tpot_wall_ms"].get<double>(), it.tpot_wall_s * 1000.0, 1e-9);
+
+  c.output_len = 2;  // the first request is done before the last one's first token
+  iters = run_latency(**engine, c);
+  ASSERT_TRUE(iters.ok()) << iters.status().to_string();
+  EXPECT_EQ(iters->at(0).full_batch_steps, 0);
+  EXPECT_EQ(iters->at(0).tpot_s, iters->at(0).tpot_wall_s);
 }
 
 // Parameters read per decode step = every checkpoint tensor but the embedding table.
