@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/attention_params.h"
+#include "backend/cuda/decode_attention.h"
 #include "backend/kv_cache_dtype.h"
 #include "cuda_test_util.h"
 #include "fp8_test_util.h"
@@ -152,5 +153,13 @@ struct AttentionProblem {
 };
 
 inline double attention_tol(DType dt) { return dt == DType::kBF16 ? 1e-2 : 3e-3; }
+
+// A decode kernel's name in test names and traces (kDefault: the planner's choice).
+inline const char* decode_kernel_name(DecodeKernel k) {
+  return k == DecodeKernel::kV1   ? "v1"
+         : k == DecodeKernel::kTc ? "tc"
+         : k == DecodeKernel::kV2 ? "v2"
+                                  : "planner";
+}
 
 }  // namespace folio::cuda::testing
