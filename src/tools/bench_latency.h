@@ -10,7 +10,8 @@
 // one chunk apart and the early ones finish before the last one, so the steps after the last
 // first token run ever smaller batches. At batch 16 x 8064 tokens with the default 2048-token
 // budget the wall-clock form read 7.18 ms on an H200, 9% under the bandwidth floor of a batch-16
-// step. Where no step ran the full batch (M smaller than the stagger), TPOT falls back to it.
+// step. Where no step ran the full batch (M smaller than the stagger, or B above the engine's
+// --max-num-seqs), TPOT falls back to it.
 //
 // Beside the figure, the bandwidth floor of a decode step at batch B and mean context C:
 //   (weight bytes read + B * C * kv_bytes_per_token) / bandwidth

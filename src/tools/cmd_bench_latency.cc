@@ -29,8 +29,9 @@ void print_result(const nlohmann::json& j, const std::string& device) {
               j["full_batch_decode_steps"].get<double>(), j["mean_tpot_ms"].get<double>(),
               j["median_tpot_ms"].get<double>(), j["mean_tpot_wall_ms"].get<double>());
   if (j["full_batch_decode_steps"].get<double>() == 0 && j["output_len"].get<int>() > 1)
-    std::printf("  (no step decoded the whole batch alone: the prompts' prefill outlasted the "
-                "first requests' outputs; TPOT is the wall-clock form)\n");
+    std::printf("  (no step decoded the whole batch alone: the prefill outlasted the first "
+                "requests' outputs, or the batch exceeds --max-num-seqs; TPOT is the wall-clock "
+                "form)\n");
   std::printf("  bandwidth floor: %.3f ms per step (%.3g bytes at %.0f GB/s, %s); "
               "floor / TPOT = %.1f%%\n",
               j["floor_tpot_ms"].get<double>(), j["bytes_per_decode_step"].get<double>(),
