@@ -74,8 +74,8 @@ Status CudaLlamaExecutor::Impl::run_layers(StepShape sh, const StepArrays& d, co
   FOLIO_RETURN_IF_ERROR(cuda::embedding(dt, weights.embed, d.token_ids, x.data(), sh.tokens,
                                         config.hidden_size, shard.local_vocab, stream,
                                         shard.vocab_start));
-  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), static_cast<size_t>(sh.tokens) * config.hidden_size));
   mark("embedding");
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), static_cast<size_t>(sh.tokens) * config.hidden_size));
   for (int l = 0; l < config.num_layers; ++l)
     FOLIO_RETURN_IF_ERROR(layer(l, sh, d, c, decode, prefill, workspace));
   return Status();
@@ -199,7 +199,6 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
       gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, stream));
   mark("o_gemm");
   FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
-  mark("all_reduce");
   // Decode at batch 1: gate_up and silu_and_mul in one skinny launch (bit-identical), the norm
   // too where it fits.
   const bool mlp_skinny = fused_gate_up_silu && gemm->routes_to_skinny(T, 2 * I, H, normed.data(),
@@ -234,7 +233,6 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
       gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, stream));
   mark("down_gemm");
   FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
-  mark("all_reduce");
   return Status();
 }
 
