@@ -1,10 +1,11 @@
 // Decode GEMM timings for the report, run only when FOLIO_CUDA_BENCH=1 (asserts nothing about
 // speed): Llama-3-8B's four linear layers (bf16) at decode batch m = 1..256, cuBLASLt's first
-// heuristic algorithm against the autotuned plan. Each run is timed alone with CUDA events after a
+// heuristic algorithm against the autotuned plan, gemm_wgmma and cublasGemmEx. Each run is timed alone with CUDA events after a
 // 256 MiB read that evicts L2 (in a real forward the other layers' weights do), median of 20.
 // Reads, not a memset: a write eviction leaves ~50 MB of dirty lines whose write-back the timed
 // GEMM pays (~9 us, which understated every small shape here before 2026-11-25).
 // TB/s counts the weight bytes only (n·k·2), the floor of what a decode GEMM must read.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -183,6 +184,57 @@ TEST(GemmBench, WgmmaAgainstCublasLt) {
                   flop / (b * 1e6), a / b);
     }
   }
+  cudaStreamDestroy(s);
+}
+
+// cuBLAS's own entry point (cublasGemmEx, CUBLAS_GEMM_DEFAULT: cuBLAS picks the kernel by its own
+// heuristics) against Gemm's cuBLASLt first choice, bf16 in and out, over decode batches and
+// prefill chunks. LogitsGemm takes gemmex because it was 2x faster there at m 128 (logits_gemm.h);
+// this asks whether the layer products would gain the same.
+TEST(GemmBench, GemmExAgainstCublasLt) {
+  FOLIO_REQUIRE_GPU();
+  if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time the GEMMs";
+  const int ms[] = {64, 128, 256, 512, 2048, 16384};
+  std::mt19937 rng(7);
+  auto lt = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  ASSERT_TRUE(lt.ok());
+  cublasHandle_t h = nullptr;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  auto flush_w = DeviceBuffer::allocate(256u << 20);
+  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
+  ASSERT_TRUE(flush_w.ok() && flush_xy.ok());
+  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cublasSetStream(h, s), CUBLAS_STATUS_SUCCESS);
+  std::printf("%-8s %5s %6s %6s | %9s %7s | %9s %7s | %6s\n", "layer", "m", "n", "k", "lt us",
+              "TFLOP/s", "gemmex us", "TFLOP/s", "gain");
+  for (const Layer& L : kLlamaLayers) {
+    const int max_m = ms[std::size(ms) - 1];
+    Operands ops = Operands::random(L, max_m, rng);
+    ASSERT_TRUE(ops.w.ok() && ops.x.ok() && ops.y.ok());
+    const void* w = ops.w->data();
+    const void* x = ops.x->data();
+    void* y = ops.y->data();
+    for (int m : ms) {
+      ASSERT_TRUE((*lt)->prepare(DType::kBF16, x, w, m, L.n, L.k, L.acc, s).ok());
+      const float a = median_us(**lt, x, w, y, m, L.n, L.k, L.acc, flush, s);
+      const float alpha = 1.f, beta = L.acc ? 1.f : 0.f;
+      const float b = median_us(
+          [&] {
+            const cublasStatus_t st = cublasGemmEx(
+                h, CUBLAS_OP_T, CUBLAS_OP_N, L.n, m, L.k, &alpha, w, CUDA_R_16BF, L.k, x,
+                CUDA_R_16BF, L.k, &beta, y, CUDA_R_16BF, L.n, CUBLAS_COMPUTE_32F,
+                CUBLAS_GEMM_DEFAULT);
+            return st == CUBLAS_STATUS_SUCCESS ? Status() : internal_error("cublasGemmEx failed");
+          },
+          flush, s);
+      const double flop = 2.0 * m * L.n * L.k;
+      std::printf("%-8s %5d %6d %6d | %9.1f %7.1f | %9.1f %7.1f | %5.2fx\n", L.name, m, L.n, L.k, a,
+                  flop / (a * 1e6), b, flop / (b * 1e6), a / b);
+    }
+  }
+  cublasDestroy(h);
   cudaStreamDestroy(s);
 }
 
