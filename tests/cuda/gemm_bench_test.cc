@@ -238,5 +238,47 @@ TEST(GemmBench, GemmExAgainstCublasLt) {
   cudaStreamDestroy(s);
 }
 
+// A prefill chunk's products at m 16384 in one launch against 8 launches of 2048 rows each (the
+// rows are independent), timed as one span: whether cuBLASLt's kernel for the huge m or the
+// clocks under a long launch make m 16384 slower per FLOP than m 2048.
+TEST(GemmBench, LargeMInOneLaunchOrRowChunks) {
+  FOLIO_REQUIRE_GPU();
+  if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time the GEMMs";
+  constexpr int kM = 16384, kChunk = 2048;
+  std::mt19937 rng(7);
+  auto lt = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  ASSERT_TRUE(lt.ok());
+  auto flush_w = DeviceBuffer::allocate(256u << 20);
+  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
+  ASSERT_TRUE(flush_w.ok() && flush_xy.ok());
+  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  std::printf("%-8s %6s %6s | %10s %7s | %12s %7s | %6s\n", "layer", "n", "k", "one us",
+              "TFLOP/s", "8 chunks us", "TFLOP/s", "gain");
+  for (const Layer& L : kLlamaLayers) {
+    Operands ops = Operands::random(L, kM, rng);
+    ASSERT_TRUE(ops.w.ok() && ops.x.ok() && ops.y.ok());
+    const char* x = static_cast<const char*>(ops.x->data());
+    char* y = static_cast<char*>(ops.y->data());
+    const void* w = ops.w->data();
+    const float one = median_us(**lt, x, w, y, kM, L.n, L.k, L.acc, flush, s);
+    const float chunks = median_us(
+        [&] {
+          for (int r = 0; r < kM; r += kChunk) {
+            Status st = (*lt)->matmul_nt(DType::kBF16, x + size_t{2} * r * L.k, w,
+                                         y + size_t{2} * r * L.n, kChunk, L.n, L.k, L.acc, s);
+            if (!st.ok()) return st;
+          }
+          return Status();
+        },
+        flush, s);
+    const double flop = 2.0 * kM * L.n * L.k;
+    std::printf("%-8s %6d %6d | %10.1f %7.1f | %12.1f %7.1f | %5.2fx\n", L.name, L.n, L.k, one,
+                flop / (one * 1e6), chunks, flop / (chunks * 1e6), one / chunks);
+  }
+  cudaStreamDestroy(s);
+}
+
 }  // namespace
 }  // namespace folio::cuda
