@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Every benchmark of issue 7's targets in one device call, with the commands bench/results/README.md
+# documents, so that a session lent a GPU (an H100 above all: the targets are its figures) gets
+# the whole table from one carried build:
+#   K1  AttentionBench.K1Decode, the issue's shapes, pages 16 and 1 (token mode), "default" lines
+#       (FOLIO_BENCH_K1_TC16=1: the default and tc's 16-bit forms only, to keep the call short)
+#   K2  AttentionBench.K2Prefill, the default prefill kernel (K2_KERNEL, v3tmaq)
+#   B3  folio bench latency, batch 1, 128 in / 256 out
+#   B1  folio bench throughput on sharegpt_like_1000, paged and --kv-cache-mode token (M1: KV
+#       utilization and peak sequences of both)
+#   B2  1024 in / 1024 out x B2_PROMPTS (1000), bf16; its JSON's host_loop is the batch-256 host
+#       loop target
+# The peer comparison (bench/hf_peer.py, transformers on the same machine) is a separate call.
+#
+#   here:   scripts/gpu-executor.sh stage
+#   device: run, carry ["build-cudaexec/carry"], command: scripts/gpu-targets.sh
+# On an H100 it takes about 6 minutes; B2_PROMPTS=256 (one wave) shortens B2 for a smoke run.
+# $OUT gets kbench.log, b3.json, b1.json, b1_token.json, b2.json and targets.log (this output).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARRY=${BUILD:-build-cudaexec}/carry
+source scripts/gpu-carry.sh
+carry_unpack "$CARRY" || exit 1
+out=${OUT:-/tmp/folio-gpu-targets}
+mkdir -p "$out"
+exec > >(tee "$out/targets.log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+date -u +%FT%TZ  # the binaries' commit is in every JSON (`commit`), shown after B3
+
+echo "== K1 (pages 16 and 1) and K2 (${K2_KERNEL:-v3tmaq})"
+FOLIO_CUDA_BENCH=1 FOLIO_BENCH_K1_PAGES=16,1 FOLIO_BENCH_K1_TC16=1 timeout 240 "$CARRY/folio_cuda_tests" \
+  --gtest_filter='AttentionBench.K1Decode' >"$out/kbench.log" 2>&1
+FOLIO_CUDA_BENCH=1 FOLIO_BENCH_K2_KERNELS=${K2_KERNEL:-v3tmaq} timeout 120 "$CARRY/folio_cuda_tests" \
+  --gtest_filter='AttentionBench.K2Prefill' >>"$out/kbench.log" 2>&1
+grep -E '^K1 copy|^K1 decode .* default|^K2 GEMM|^K2 prefill' "$out/kbench.log"
+
+m=(--model-config configs/llama-3-8b.json --load-format dummy --device cuda)
+# One JSON's figures as "key value" pairs (python3 is on the GPU machine).
+show() {
+  python3 - "$@" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]:
+    v = d
+    for part in k.split("."):
+        v = v.get(part) if isinstance(v, dict) else None
+    print(f"  {k} {v:.4g}" if isinstance(v, float) else f"  {k} {v}")
+EOF
+}
+
+echo "== B3"
+timeout 150 "$CARRY/folio" bench latency "${m[@]}" --batch-size 1 --input-len 128 --output-len 256 \
+  --num-iters-warmup 1 --num-iters 3 --output-json "$out/b3.json" >/dev/null 2>&1
+show "$out/b3.json" commit median_tpot_ms floor_tpot_ms floor_ratio bandwidth_gbps
+
+b1=(--workload bench/workloads/sharegpt_like_1000.jsonl --max-num-seqs 1024 --max-num-batched-tokens 16384)
+for mode in paged token; do
+  name=b1$([[ $mode == token ]] && echo _token)
+  echo "== B1 ($mode)"
+  timeout 240 "$CARRY/folio" bench throughput "${m[@]}" "${b1[@]}" \
+    $([[ $mode == token ]] && echo --kv-cache-mode token) --output-json "$out/$name.json" >/dev/null 2>&1
+  show "$out/$name.json" requests_per_second output_tokens_per_second kv_slot_utilization \
+    peak_running_sequences num_preemptions host_loop.host_share_of_execute
+done
+
+echo "== B2 (${B2_PROMPTS:-1000} prompts)"
+timeout 400 "$CARRY/folio" bench throughput "${m[@]}" --input-len 1024 --output-len 1024 \
+  --num-prompts "${B2_PROMPTS:-1000}" --max-num-batched-tokens 16384 --gpu-memory-utilization 0.95 \
+  --max-num-seqs 256 --output-json "$out/b2.json" >/dev/null 2>&1
+show "$out/b2.json" output_tokens_per_second elapsed_seconds num_preemptions kv_num_blocks \
+  host_loop.host_share_of_execute host_loop.mean_step_ms
+
+echo "targets (H100): K1 page 16 >= 90% of the queued copy at b >= 32, L >= 2048; token mode"
+echo "  >= 85%; K2 8x1024 >= 400 TFLOP/s; B3 <= 5.5 ms; B1 >= 45 req/s; B2 >= 9,000 output"
+echo "  tok/s; host loop < 5% at batch 256; M1 >= 95% paged, >= 99.9% token mode"
