@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "backend/cuda/gemm.h"
@@ -67,6 +68,25 @@ float median_us(Gemm& g, const void* x, const void* w, void* y, int m, int n, in
   return median_us([&] { return g.matmul_nt(DType::kBF16, x, w, y, m, n, k, acc, s); }, flush, s);
 }
 
+// The L2 evictor (a 256 MiB weight read) and the stream every bench here times on.
+struct Rig {
+  Evictor flush;
+  cudaStream_t stream = nullptr;
+  ~Rig() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+  // Null (after a test failure) when the buffers or the stream cannot be had.
+  static std::unique_ptr<Rig> create() {
+    auto w = DeviceBuffer::allocate(256u << 20);
+    auto xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
+    EXPECT_TRUE(w.ok() && xy.ok());
+    if (!w.ok() || !xy.ok()) return nullptr;
+    std::unique_ptr<Rig> rig(new Rig{Evictor{std::move(*w), std::move(*xy)}});
+    EXPECT_EQ(cudaStreamCreateWithFlags(&rig->stream, cudaStreamNonBlocking), cudaSuccess);
+    return rig->stream ? std::move(rig) : nullptr;
+  }
+};
+
 struct Layer {
   const char* name;
   int n, k;
@@ -102,12 +122,10 @@ TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
   auto off = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
   auto on = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
   ASSERT_TRUE(off.ok() && on.ok());
-  auto flush_w = DeviceBuffer::allocate(256u << 20);
-  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
-  ASSERT_TRUE(flush_w.ok() && flush_xy.ok());
-  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  auto rig = Rig::create();
+  ASSERT_TRUE(rig);
+  Evictor& flush = rig->flush;
+  cudaStream_t s = rig->stream;
   std::printf("%-8s %4s %6s %6s | %10s %7s | %10s %7s | %6s %9s\n", "layer", "m", "n", "k",
               "heur us", "TB/s", "tuned us", "TB/s", "gain", "tune ms");
   for (const Layer& L : layers) {
@@ -135,7 +153,6 @@ TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
   }
   std::printf("tuned plans: %zu, of which %zu chose another algorithm than the heuristic's first\n",
               (*on)->tuned_plans(), (*on)->retuned_plans());
-  cudaStreamDestroy(s);
 }
 
 // gemm_wgmma (gemm_wgmma.h) against cuBLASLt's first heuristic algorithm at the mid-batch decode
@@ -152,13 +169,12 @@ TEST(GemmBench, WgmmaAgainstCublasLt) {
   ASSERT_TRUE(lt.ok());
   const size_t ws_bytes = gemm_wgmma_workspace_bytes(gemm_wgmma_max_blocks());
   auto ws = DeviceBuffer::allocate(ws_bytes);
-  auto flush_w = DeviceBuffer::allocate(256u << 20);
-  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
-  ASSERT_TRUE(ws.ok() && flush_w.ok() && flush_xy.ok());
+  ASSERT_TRUE(ws.ok());
   ASSERT_EQ(cudaMemset(ws->data(), 0, ws_bytes), cudaSuccess);
-  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  auto rig = Rig::create();
+  ASSERT_TRUE(rig);
+  Evictor& flush = rig->flush;
+  cudaStream_t s = rig->stream;
   std::printf("wgmma blocks %d\n%-8s %4s %6s %6s | %9s %6s %7s | %9s %6s %7s | %6s\n",
               gemm_wgmma_max_blocks(), "layer", "m", "n", "k", "lt us", "TB/s", "TFLOP/s",
               "wgmma us", "TB/s", "TFLOP/s", "gain");
@@ -184,7 +200,6 @@ TEST(GemmBench, WgmmaAgainstCublasLt) {
                   flop / (b * 1e6), a / b);
     }
   }
-  cudaStreamDestroy(s);
 }
 
 // cuBLAS's own entry point (cublasGemmEx, CUBLAS_GEMM_DEFAULT: cuBLAS picks the kernel by its own
@@ -200,12 +215,10 @@ TEST(GemmBench, GemmExAgainstCublasLt) {
   ASSERT_TRUE(lt.ok());
   cublasHandle_t h = nullptr;
   ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
-  auto flush_w = DeviceBuffer::allocate(256u << 20);
-  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
-  ASSERT_TRUE(flush_w.ok() && flush_xy.ok());
-  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  auto rig = Rig::create();
+  ASSERT_TRUE(rig);
+  Evictor& flush = rig->flush;
+  cudaStream_t s = rig->stream;
   ASSERT_EQ(cublasSetStream(h, s), CUBLAS_STATUS_SUCCESS);
   std::printf("%-8s %5s %6s %6s | %9s %7s | %9s %7s | %6s\n", "layer", "m", "n", "k", "lt us",
               "TFLOP/s", "gemmex us", "TFLOP/s", "gain");
@@ -235,7 +248,6 @@ TEST(GemmBench, GemmExAgainstCublasLt) {
     }
   }
   cublasDestroy(h);
-  cudaStreamDestroy(s);
 }
 
 // A prefill chunk's products at m 16384 in one launch against 8 launches of 2048 rows each (the
@@ -248,12 +260,10 @@ TEST(GemmBench, LargeMInOneLaunchOrRowChunks) {
   std::mt19937 rng(7);
   auto lt = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
   ASSERT_TRUE(lt.ok());
-  auto flush_w = DeviceBuffer::allocate(256u << 20);
-  auto flush_xy = DeviceBuffer::allocate(size_t{2} * (8192 + (128u << 20) / 8192));
-  ASSERT_TRUE(flush_w.ok() && flush_xy.ok());
-  Evictor flush{std::move(*flush_w), std::move(*flush_xy)};
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  auto rig = Rig::create();
+  ASSERT_TRUE(rig);
+  Evictor& flush = rig->flush;
+  cudaStream_t s = rig->stream;
   std::printf("%-8s %6s %6s | %10s %7s | %12s %7s | %6s\n", "layer", "n", "k", "one us",
               "TFLOP/s", "8 chunks us", "TFLOP/s", "gain");
   for (const Layer& L : kLlamaLayers) {
@@ -277,7 +287,6 @@ TEST(GemmBench, LargeMInOneLaunchOrRowChunks) {
     std::printf("%-8s %6d %6d | %10.1f %7.1f | %12.1f %7.1f | %5.2fx\n", L.name, L.n, L.k, one,
                 flop / (one * 1e6), chunks, flop / (chunks * 1e6), one / chunks);
   }
-  cudaStreamDestroy(s);
 }
 
 }  // namespace
