@@ -31,6 +31,8 @@ carry_unpack "$CARRY" || exit 1
 out=${OUT:-/tmp/folio-gpu-ab}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
+# A variant setting as env's words: "-" none, commas between several VAR=value.
+setting_vars() { [[ $1 == - ]] || echo "${1//,/ }"; }
 
 if [[ -n ${TESTS:-} ]]; then
   echo "== tests: $TESTS"
@@ -43,7 +45,7 @@ fi
 if [[ -n ${KBENCH:-} ]]; then
   for setting in ${KBENCH_ENV:--}; do
     echo "== kernel bench $KBENCH ($setting)"
-    env $([[ $setting == - ]] || echo "${setting//,/ }") FOLIO_CUDA_BENCH=1 timeout 200 \
+    env $(setting_vars "$setting") FOLIO_CUDA_BENCH=1 timeout 200 \
       "$CARRY/folio_cuda_tests" --gtest_filter="$KBENCH" 2>&1 | tee -a "$out/kbench.log" |
       grep -vE '^\[ (RUN|  +OK) ' | grep -vE '^$' | tail -n 40
   done
@@ -55,7 +57,7 @@ for round in $(seq "${ROUNDS:-1}"); do
   for setting in ${B3_VARIANTS:-}; do
     i=$((i + 1))
     echo "== B3 latency ($setting) batch ${LAT_BATCH:-1} ${LAT_ARGS:-}, round $round"
-    env $([[ $setting == - ]] || echo "${setting//,/ }") timeout 150 "$CARRY/folio" bench latency \
+    env $(setting_vars "$setting") timeout 150 "$CARRY/folio" bench latency \
       "${m[@]}" --batch-size "${LAT_BATCH:-1}" --input-len 128 --output-len 256 --num-iters-warmup 1 \
       --num-iters 3 ${LAT_ARGS:-} --output-json "$out/latency_$i.json" 2>&1 | grep -vE '^\[' |
       tail -n 5
@@ -63,7 +65,7 @@ for round in $(seq "${ROUNDS:-1}"); do
       "$out/latency_$i.json" "$round" "$setting" 2>/dev/null || echo "round $round $setting: no result"
     if [[ -n ${THROUGHPUT:-} ]]; then
       echo "== throughput ($setting) $THROUGHPUT"
-      env $([[ $setting == - ]] || echo "${setting//,/ }") timeout 240 "$CARRY/folio" bench throughput \
+      env $(setting_vars "$setting") timeout 240 "$CARRY/folio" bench throughput \
         "${m[@]}" $THROUGHPUT --output-json "$out/throughput_$i.json" 2>&1 | grep -vE '^\[' |
         tail -n 6
     fi

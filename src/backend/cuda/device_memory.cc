@@ -98,13 +98,15 @@ Result<DeviceInfo> device_info(int device) {
 
 namespace {
 
+constexpr int kMaxDevices = 64;  // devices the per-device caches below hold; others read 0
+
 // A property of the current device, looked up once per device: `lookup(device)` > 0 is kept,
 // anything else is remembered as unknown and read as 0. Ranks on other threads look up their own
 // devices; a race only repeats the same lookup.
 template <typename Lookup>
-double cached_for_current_device(std::atomic<double> (&cache)[64], Lookup lookup) {
+double cached_for_current_device(std::atomic<double> (&cache)[kMaxDevices], Lookup lookup) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 0;
   double v = cache[device].load(std::memory_order_relaxed);  // 0 not looked up yet, -1 unknown
   if (v == 0) {
     const double got = lookup(device);
@@ -117,12 +119,12 @@ double cached_for_current_device(std::atomic<double> (&cache)[64], Lookup lookup
 }  // namespace
 
 double current_device_peak_memory_gbps() {
-  static std::atomic<double> cache[64];
+  static std::atomic<double> cache[kMaxDevices];
   return cached_for_current_device(cache, peak_memory_gbps_of);
 }
 
 int current_device_num_sms() {
-  static std::atomic<double> cache[64];
+  static std::atomic<double> cache[kMaxDevices];
   return static_cast<int>(cached_for_current_device(cache, [](int device) {
     int n = 0;
     return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess

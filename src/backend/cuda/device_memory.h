@@ -23,9 +23,7 @@ class DeviceBuffer {
 
   void* data() const { return ptr_; }
   template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
+  T* as() const { return static_cast<T*>(ptr_); }
   size_t bytes() const { return bytes_; }
 
  private:
