@@ -3,6 +3,8 @@
 //   compared whole: untouched rows must keep their poison), and q against the chain's q;
 // - against the host codec (base/fp8.h) applied to the same op's 16-bit cache output, so the
 //   fp8 value is exactly e4m3(the value a 16-bit cache would hold).
+#include <array>
+
 #include "fp8_test_util.h"
 #include "qkv_post_test_util.h"
 
@@ -38,8 +40,12 @@ void QkvPostFp8Test::run_case(const QkvShape& s, bool with_bias, bool with_norm,
   FOLIO_ASSERT_OK(in.run_chain(with_bias, with_norm, eps, q, kc.data(), vc.data(),
                                KvCacheDtype::kFp8E4m3));
 
-  // The fused op, into a 16-bit cache and into an fp8 cache.
+  // The fused op, into a 16-bit cache and into an fp8 cache; the form varies by case (the
+  // launch's choice, or forced: the pairs form only without qk norm).
   QkvPostParams p = in.params(with_bias, with_norm, eps);
+  p.form = std::array{QkvPostForm::kAuto, QkvPostForm::kHeads,
+                      QkvPostForm::kPairs}[(s.T + s.hd + with_bias) % 3];
+  if (with_norm && p.form == QkvPostForm::kPairs) p.form = QkvPostForm::kAuto;
   auto fq16 = DevTensor::poisoned(dt(), q.n), fq8 = DevTensor::poisoned(dt(), q.n);
   auto fkc16 = DevTensor::poisoned(dt(), cache_elems);
   auto fvc16 = DevTensor::poisoned(dt(), cache_elems);

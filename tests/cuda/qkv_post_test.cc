@@ -51,22 +51,29 @@ void QkvPostTest::run_case(const QkvShape& s, bool with_bias, bool with_norm, in
   auto kc = DevTensor::poisoned(dt(), cache_elems), vc = DevTensor::poisoned(dt(), cache_elems);
   FOLIO_ASSERT_OK(in.run_chain(with_bias, with_norm, eps, q, kc.data(), vc.data()));
 
-  // The fused op.
+  // The fused op in each form (the pairs form only without qk norm): bit for bit the chain.
   auto fq = DevTensor::poisoned(dt(), q.n);
   auto fkc = DevTensor::poisoned(dt(), cache_elems), fvc = DevTensor::poisoned(dt(), cache_elems);
-  QkvPostParams p = in.params(with_bias, with_norm, eps);
-  p.q_out = fq.data();
-  p.k_cache = fkc.data();
-  p.v_cache = fvc.data();
-  FOLIO_ASSERT_OK(qkv_post(p, nullptr));
+  for (QkvPostForm form : {QkvPostForm::kHeads, QkvPostForm::kPairs, QkvPostForm::kAuto}) {
+    // kAuto last: its output is checked against the reference below as well.
+    if (with_norm && form == QkvPostForm::kPairs) continue;
+    SCOPED_TRACE("form " + std::to_string(static_cast<int>(form)));
+    for (DevTensor* t : {&fq, &fkc, &fvc}) t->poison();
+    QkvPostParams p = in.params(with_bias, with_norm, eps);
+    p.q_out = fq.data();
+    p.k_cache = fkc.data();
+    p.v_cache = fvc.data();
+    p.form = form;
+    FOLIO_ASSERT_OK(qkv_post(p, nullptr));
 
-  size_t n = 0;
-  std::string m = diff(testing::download_bits(fq), testing::download_bits(q), &n);
-  EXPECT_EQ(n, 0u) << "q vs chain: " << m;
-  m = diff(testing::download_bits(fkc), testing::download_bits(kc), &n);
-  EXPECT_EQ(n, 0u) << "k cache vs chain: " << m;
-  m = diff(testing::download_bits(fvc), testing::download_bits(vc), &n);
-  EXPECT_EQ(n, 0u) << "v cache vs chain: " << m;
+    size_t n = 0;
+    std::string m = diff(testing::download_bits(fq), testing::download_bits(q), &n);
+    EXPECT_EQ(n, 0u) << "q vs chain: " << m;
+    m = diff(testing::download_bits(fkc), testing::download_bits(kc), &n);
+    EXPECT_EQ(n, 0u) << "k cache vs chain: " << m;
+    m = diff(testing::download_bits(fvc), testing::download_bits(vc), &n);
+    EXPECT_EQ(n, 0u) << "v cache vs chain: " << m;
+  }
 
   // Against the CPU reference: q whole; the caches at the written rows; the other rows must
   // still hold the poison (NaN).
@@ -107,6 +114,29 @@ TEST_P(QkvPostTest, MatchesChainAndReference) {
       for (Heads h : {Heads{4, 2}, Heads{3, 3}, Heads{7, 1}})
         for (int flags = 0; flags < 4; ++flags)
           run_case({T, h.nh, h.nkv, hd}, flags & 1, flags & 2, (T + flags + hd) % 2 ? 16 : 1);
+}
+
+TEST(QkvPost, FormsByTokensAndNorm) {
+  FOLIO_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  const testing::QkvPostInputs in(DType::kBF16, {4, 4, 2, 64}, 16, rng);
+  auto fq = DevTensor::poisoned(DType::kBF16, static_cast<size_t>(4) * in.qs);
+  auto kc = DevTensor::poisoned(DType::kBF16, in.cache_elems);
+  auto vc = DevTensor::poisoned(DType::kBF16, in.cache_elems);
+  QkvPostParams p = in.params(false, true, 1e-6f);  // with qk norm
+  p.q_out = fq.data();
+  p.k_cache = kc.data();
+  p.v_cache = vc.data();
+  p.form = QkvPostForm::kPairs;
+  const Status st = qkv_post(p, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "pairs cannot norm: " << st.to_string();
+  p.form = QkvPostForm::kAuto;
+  p.num_tokens = 4096;  // only the choice is asked: nothing launches
+  EXPECT_EQ(qkv_post_form(p), QkvPostForm::kHeads) << "qk norm: a warp per head";
+  p.q_norm = p.k_norm = nullptr;
+  EXPECT_EQ(qkv_post_form(p), QkvPostForm::kPairs) << "many tokens, no norm";
+  p.num_tokens = kQkvPostPairsMinTokens - 1;
+  EXPECT_EQ(qkv_post_form(p), QkvPostForm::kHeads) << "few tokens";
 }
 
 TEST_P(QkvPostTest, LlamaAndQwenShapesAtManyTokens) {

@@ -52,7 +52,7 @@ TEST(SmallOpsBench, OldVsNewPerCallMicroseconds) {
   const DType dt = DType::kBF16;
   const int H = 4096, nh = 32, nkv = 8, hd = 128, qs = nh * hd, kvs = nkv * hd;
   std::mt19937 rng(5);
-  for (int T : {1, 256, 2048}) {
+  for (int T : {1, 256, 2048, 16384}) {
     auto x = DevTensor::upload(dt, testing::random_vec(static_cast<size_t>(T) * H, rng));
     auto w = DevTensor::upload(dt, testing::random_vec(H, rng, 0.5f, 1.5f));
     auto y = DevTensor::poisoned(dt, x.n);
@@ -99,7 +99,7 @@ TEST(SmallOpsBench, OldVsNewPerCallMicroseconds) {
                                 vc.data(), nullptr);
       });
     };
-    auto fused = [&](bool norm_qk) {
+    auto fused = [&](bool norm_qk, QkvPostForm form) {
       QkvPostParams p;
       p.dtype = dt;
       p.num_tokens = T;
@@ -115,13 +115,25 @@ TEST(SmallOpsBench, OldVsNewPerCallMicroseconds) {
       p.q_out = q.data();
       p.k_cache = kc.data();
       p.v_cache = vc.data();
+      p.form = form;
       return per_call_us([&] { (void)qkv_post(p, nullptr); });
     };
-    for (bool norm_qk : {false, true})
+    // qkv_post's bytes: the qkv rows read, q and the K/V rows written.
+    const double bytes = 2.0 * T * (qs + 2 * kvs) * 2;
+    for (bool norm_qk : {false, true}) {
       std::printf(
           "T=%4d %s: chain(legacy rope) %6.2f us  chain(new rope) %6.2f us  qkv_post %6.2f us\n", T,
           norm_qk ? "split+qknorm+rope+kv" : "split+rope+kv       ",
-          chain(RopeKernel::kLegacy, norm_qk), chain(RopeKernel::kAuto, norm_qk), fused(norm_qk));
+          chain(RopeKernel::kLegacy, norm_qk), chain(RopeKernel::kAuto, norm_qk),
+          fused(norm_qk, QkvPostForm::kAuto));
+      for (QkvPostForm form : {QkvPostForm::kHeads, QkvPostForm::kPairs}) {
+        if (norm_qk && form == QkvPostForm::kPairs) continue;
+        const double us = fused(norm_qk, form);
+        std::printf("T=%5d qkv_post%s, %s: %8.2f us, %.2f TB/s\n", T, norm_qk ? " (qk norm)" : "",
+                    form == QkvPostForm::kHeads ? "warp per head" : "rope pairs", us,
+                    bytes / us / 1e6);
+      }
+    }
   }
 }
 

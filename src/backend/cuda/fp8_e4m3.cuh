@@ -46,12 +46,16 @@ __device__ __forceinline__ void unpack8_e4m3(const uint2& r, float (&f)[8]) {
   }
 }
 
-// N floats -> N e4m3 codes at p, as one aligned store: N = 8 (8 bytes, p 8-byte aligned) or 1.
+// N floats -> N e4m3 codes at p, as one aligned store: N = 8 (8 bytes, p 8-byte aligned), 4
+// (4 bytes, 4-byte aligned) or 1.
 template <int N>
 __device__ __forceinline__ void store_e4m3(uint8_t* p, const float (&in)[N]) {
-  static_assert(N == 1 || N == 8, "an 8-byte pack or a single element");
+  static_assert(N == 1 || N == 4 || N == 8, "an 8- or 4-byte pack or a single element");
   if constexpr (N == 1) {
     *p = static_cast<uint8_t>(e4m3x2_from_floats(in[0], 0.f) & 0xffu);
+  } else if constexpr (N == 4) {
+    *reinterpret_cast<uint32_t*>(p) =
+        e4m3x2_from_floats(in[0], in[1]) | (uint32_t{e4m3x2_from_floats(in[2], in[3])} << 16);
   } else {
     uint2 w;
     w.x = e4m3x2_from_floats(in[0], in[1]) | (uint32_t{e4m3x2_from_floats(in[2], in[3])} << 16);

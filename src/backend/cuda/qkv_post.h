@@ -25,6 +25,15 @@
 
 namespace folio::cuda {
 
+// How the launch lays the work out; the results are the same bit for bit.
+enum class QkvPostForm {
+  kAuto,         // kPairs from kQkvPostPairsMinTokens tokens when there is no qk norm, else kHeads
+  kHeads,        // a warp per head (the qk norm's sum needs a head's row in one warp)
+  kPairs,        // a block per token, a thread per 4 rope pairs (x[i], x[i + head_dim / 2]) of a
+                 // head: more loads in flight; no qk norm
+};
+inline constexpr int kQkvPostPairsMinTokens = 64;
+
 struct QkvPostParams {
   DType dtype = DType::kBF16;
   // kFp8E4m3: k_cache/v_cache hold e4m3 bytes; each K/V value is rounded to dtype as before,
@@ -45,7 +54,11 @@ struct QkvPostParams {
   void* q_out = nullptr;
   void* k_cache = nullptr;
   void* v_cache = nullptr;
+  QkvPostForm form = QkvPostForm::kAuto;  // FOLIO_QKV_POST=heads|pairs overrides kAuto
 };
+
+// The form a launch of p takes.
+QkvPostForm qkv_post_form(const QkvPostParams& p);
 
 Status qkv_post(const QkvPostParams& p, void* stream);
 

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -100,7 +101,7 @@ struct Shape {
 };
 
 template <typename T>
-void qkv_case(const Shape& s, bool bias, bool norm, int bs, std::mt19937& rng) {
+void qkv_case(const Shape& s, bool bias, bool norm, int bs, QkvPostForm form, std::mt19937& rng) {
   const int qs = s.nh * s.hd, kvs = s.nkv * s.hd, width = qs + 2 * kvs, half = s.hd / 2;
   const float eps = 1e-6f;
   auto qkv = rand_vec<T>(static_cast<size_t>(s.T) * width, rng, -2, 2);
@@ -190,6 +191,7 @@ void qkv_case(const Shape& s, bool bias, bool norm, int bs, std::mt19937& rng) {
   p.q_out = fq.data();
   p.k_cache = fkc.data();
   p.v_cache = fvc.data();
+  p.form = norm && form == QkvPostForm::kPairs ? QkvPostForm::kHeads : form;
   const Status st = qkv_post(p, nullptr);
   CHECK(st.ok(), "qkv_post: %s", st.to_string().c_str());
   const bool same = std::memcmp(fq.data(), q.data(), q.size() * sizeof(T)) == 0 &&
@@ -197,10 +199,10 @@ void qkv_case(const Shape& s, bool bias, bool norm, int bs, std::mt19937& rng) {
                     std::memcmp(fvc.data(), vc.data(), cache * sizeof(T)) == 0;
   const double eq = rel(q, rq), ek = rel(k, rk), ev = rel(v, rv);
   CHECK(same && eq < 1e-2 && ek < 1e-2 && ev < 1e-2,
-        "%s T %d heads %d/%d hd %d bias %d norm %d block %d: bit-identical %d, chain vs double "
-        "q %g k %g v %g",
-        dt == DType::kBF16 ? "bf16" : "fp16", s.T, s.nh, s.nkv, s.hd, bias, norm, bs, same, eq, ek,
-        ev);
+        "%s T %d heads %d/%d hd %d bias %d norm %d block %d, form %d: bit-identical "
+        "%d, chain vs double q %g k %g v %g",
+        dt == DType::kBF16 ? "bf16" : "fp16", s.T, s.nh, s.nkv, s.hd, bias, norm, bs,
+        static_cast<int>(p.form), same, eq, ek, ev);
 }
 
 template <typename T>
@@ -216,7 +218,9 @@ void run_all(std::mt19937& rng) {
     for (int tokens : {1, 3})
       for (Shape h : {Shape{0, 4, 2, 0}, Shape{0, 3, 3, 0}, Shape{0, 7, 1, 0}})
         for (int flags = 0; flags < 4; ++flags, ++n)
-          qkv_case<T>({tokens, h.nh, h.nkv, hd}, flags & 1, flags & 2, n % 2 ? 16 : 1, rng);
+          qkv_case<T>({tokens, h.nh, h.nkv, hd}, flags & 1, flags & 2, n % 2 ? 16 : 1,
+                      std::array{QkvPostForm::kHeads, QkvPostForm::kPairs, QkvPostForm::kAuto}[n % 3],
+                      rng);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@ namespace folio::cuda {
 
 inline void pdl_wait() {}
 inline void pdl_launch_dependents() {}
+inline bool pdl_early_reads() { return true; }  // pdl.h: the reads before the wait (no-op here)
 
 template <typename Kernel, typename... Args>
 Status launch_pdl(Kernel kernel, dim3 grid, dim3 block, size_t smem, void* stream,
