@@ -106,7 +106,8 @@ struct CudaLlamaExecutor::Impl {
   // The stream the forward's embedding and layers go to: the legacy default stream (nullptr),
   // or a capture stream while a CUDA graph is being captured.
   void* stream = nullptr;
-  // One qkv_post launch instead of split_qkv .. reshape_and_cache (FOLIO_QKV_POST=0: the chain).
+  // One qkv_post launch instead of split_qkv .. reshape_and_cache (FOLIO_QKV_POST=0: the chain;
+  // heads|pairs: qkv_post in that form, qkv_post.h).
   bool fused_qkv_post = true;
   // All-decode steps whose plan allows it (decode_fuses_qkv_post) and no q/k norm: qkv_post's
   // work done by the decode attention kernel itself, one launch fewer per layer

@@ -54,7 +54,9 @@ struct QkvPostParams {
   void* q_out = nullptr;
   void* k_cache = nullptr;
   void* v_cache = nullptr;
-  QkvPostForm form = QkvPostForm::kAuto;  // FOLIO_QKV_POST=heads|pairs overrides kAuto
+  // FOLIO_QKV_POST=heads|pairs overrides kAuto (the same variable set to 0 makes the executor run
+  // the unfused chain instead).
+  QkvPostForm form = QkvPostForm::kAuto;
 };
 
 // The form a launch of p takes.
