@@ -1,4 +1,5 @@
-// Minimal leveled logging to stderr, thread-safe per line. The level is set once at start-up.
+// Minimal leveled logging to stderr, thread-safe per line. The level starts at FOLIO_LOG_LEVEL
+// (default info) and may be set once at start-up.
 #pragma once
 
 #include <string_view>
@@ -9,6 +10,10 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
 
 void set_log_level(LogLevel level);
 LogLevel log_level();
+// "debug", "info", "warning" (or "warn"), "error", "off", in any case (vLLM's
+// VLLM_LOGGING_LEVEL names); false for anything else. FOLIO_LOG_LEVEL sets the starting level of
+// every binary (the folio executable rejects a bad value with exit code 2).
+bool parse_log_level(std::string_view name, LogLevel* level);
 // Writes "[folio <LEVEL> <HH:MM:SS>] message\n" if level >= the current level.
 void log_line(LogLevel level, std::string_view message);
 

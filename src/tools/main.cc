@@ -1,13 +1,25 @@
 // folio: one executable, one subcommand per job (generate, tokenize, serve, bench, ...).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "tools/commands.h"
 #include "tools/engine_flags.h"
 
 int main(int argc, char** argv) {
+  // FOLIO_LOG_LEVEL=debug|info|warning|error|off (default info), like vLLM's VLLM_LOGGING_LEVEL.
+  if (const char* e = std::getenv("FOLIO_LOG_LEVEL")) {
+    folio::LogLevel level;
+    if (!folio::parse_log_level(e, &level)) {
+      std::fprintf(stderr, "folio: FOLIO_LOG_LEVEL=%s: expected debug, info, warning, error or off\n",
+                   e);
+      return 2;
+    }
+    folio::set_log_level(level);
+  }
   CLI::App app{"folio: an LLM inference and serving engine (PagedAttention, TokenAttention)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "folio 0.1.0");

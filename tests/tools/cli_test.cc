@@ -21,10 +21,11 @@ struct RunResult {
   std::string out;
 };
 
-// Runs `folio ARGS < input_file` and captures stdout (stderr to `err_file` if given).
+// Runs `[ENV] folio ARGS < input_file` and captures stdout (stderr to `err_file` if given).
 RunResult run_folio(const std::string& args, const std::string& input_file,
-                    const std::string& err_file = "/dev/null") {
-  std::string cmd = std::string(FOLIO_BINARY) + " " + args + " < " + input_file + " 2> " + err_file;
+                    const std::string& err_file = "/dev/null", const std::string& env = "") {
+  std::string cmd = env + " " + std::string(FOLIO_BINARY) + " " + args + " < " + input_file +
+                    " 2> " + err_file;
   RunResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -132,6 +133,30 @@ TEST(Cli, MalformedCheckpointIsOneLineErrorAndExitCode2) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
   EXPECT_NE(text.find("model.safetensors"), std::string::npos) << text;
   fs::remove_all(dir);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+TEST(Cli, LogLevelFromTheEnvironment) {
+  const std::string model = std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_gqa";
+  auto in = temp_file("log.jsonl", "{\"prompt_token_ids\": [1, 2], \"max_tokens\": 1}\n");
+  auto err = temp_file("log_err.txt", "");
+  const std::string gen = "generate --model " + model + " --max-model-len 64";
+  RunResult r = run_folio(gen, in, err, "FOLIO_LOG_LEVEL=debug");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(read_file(err).find("[folio INFO"), std::string::npos) << "debug shows info lines";
+  r = run_folio(gen, in, err, "FOLIO_LOG_LEVEL=ERROR");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(lines_of(r.out).size(), 1u);
+  EXPECT_EQ(read_file(err).find("[folio INFO"), std::string::npos) << read_file(err);
+  r = run_folio(gen, in, err, "FOLIO_LOG_LEVEL=loud");
+  EXPECT_EQ(r.exit_code, 2);
+  const std::string text = read_file(err);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("FOLIO_LOG_LEVEL=loud"), std::string::npos) << text;
 }
 
 }  // namespace

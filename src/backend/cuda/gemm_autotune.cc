@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <limits>
+#include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_events.h"
@@ -22,6 +24,33 @@ Result<int> env_int(const char* name, int fallback, int lo, int hi) {
     return invalid_argument(std::string(name) + "=" + v + " (expected an integer in [" +
                             std::to_string(lo) + ", " + std::to_string(hi) + "])");
   return static_cast<int>(x);
+}
+
+// "algo 21 tile 18 stages 9 splitK 1 swizzle 0 cluster 2": the cuBLASLt kernel a plan runs, for
+// FOLIO_LOG_LEVEL=debug (to compare the engine's choice with GemmBench's for one shape).
+std::string algo_config(const cublasLtMatmulAlgo_t& algo) {
+  struct Field {
+    const char* name;
+    cublasLtMatmulAlgoConfigAttributes_t attr;
+  };
+  std::string out;
+  for (const Field& f : {Field{"algo", CUBLASLT_ALGO_CONFIG_ID},
+                         Field{"tile", CUBLASLT_ALGO_CONFIG_TILE_ID},
+                         Field{"stages", CUBLASLT_ALGO_CONFIG_STAGES_ID},
+                         Field{"splitK", CUBLASLT_ALGO_CONFIG_SPLITK_NUM},
+                         Field{"swizzle", CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING},
+                         Field{"cluster", CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID}}) {
+    uint32_t v = 0;  // every field here is 32 bits wide or narrower; size_t written says which
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, f.attr, &v, sizeof v, &written) !=
+        CUBLAS_STATUS_SUCCESS)
+      continue;
+    if (!out.empty()) out += ' ';
+    out += f.name;
+    out += ' ';
+    out += std::to_string(v);
+  }
+  return out;
 }
 
 }  // namespace
@@ -191,6 +220,9 @@ Status pick_algo(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes, 
     log_debug("gemm autotune " + name + ": " + line);
   }
   plan.algo = cands[plan.chosen].algo;
+  if (log_level() <= LogLevel::kDebug)
+    log_debug("gemm plan " + name + ": " + algo_config(plan.algo) +
+              (plan.tuned ? " (tuned)" : " (heuristic's first)"));
   return Status();
 }
 
