@@ -32,6 +32,15 @@ struct Args {
   int early;  // pdl_early_reads(): the reads below that need no wait come before it
 };
 
+// Token t's rope table in shared memory ([half] cos, then [half] sin), by the whole block.
+template <typename T>
+__device__ __forceinline__ void rope_table(const Args<T>& a, int t, float* smem, int half) {
+  const int32_t pos = a.positions[t];
+  for (int i = threadIdx.x; i < half; i += blockDim.x)
+    rope_cos_sin(pos, a.inv_freq[i], &smem[i], &smem[half + i]);
+  __syncthreads();
+}
+
 // grid (num_tokens, ceil((num_heads + 2 * num_kv_heads) / kWarps)); warp w of block (t, y) owns
 // head y * kWarps + w of token t: q heads, then k heads, then v heads. Lane l holds elements
 // (p * 32 + l) * N + [0, N) for p < P, exactly the layout of rms_norm's warp-per-row kernel, so
@@ -52,9 +61,7 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
   const int rotated = nh + nkv;  // q and k heads
   const bool live = h < rotated + nkv;
   const int q_size = nh * hd, kv_size = nkv * hd;
-  const int col = h < nh        ? h * hd
-                  : h < rotated ? q_size + (h - nh) * hd
-                                : q_size + kv_size + (h - rotated) * hd;
+  const int col = h * hd;  // the row holds the q, k and v heads side by side, in that order
   const T* src = a.qkv + static_cast<int64_t>(t) * (q_size + 2 * kv_size) + col;
   const T* w = h < nh ? a.q_norm : a.k_norm;
   // What no kernel writes (bias, norm weights, the step's slots and positions from the host's
@@ -70,12 +77,8 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
     }
   }
   const int64_t slot = live ? a.slot_mapping[t] : -1;
-  if (static_cast<int>(blockIdx.y) * kWarps < rotated) {  // uniform over the block
-    const int32_t pos = a.positions[t];
-    for (int i = threadIdx.x; i < half; i += blockDim.x)
-      rope_cos_sin(pos, a.inv_freq[i], &smem[i], &smem[half + i]);
-    __syncthreads();
-  }
+  if (static_cast<int>(blockIdx.y) * kWarps < rotated)  // uniform over the block
+    rope_table(a, t, smem, half);
   pdl_wait();  // pdl.cuh: the qkv rows come from the previous kernel
   pdl_launch_dependents();
 #pragma unroll
@@ -199,10 +202,7 @@ __global__ void __launch_bounds__(kPairThreads) qkv_post_pairs_kernel(Args<T> a)
   const int q_size = nh * hd, kv_size = nkv * hd, tasks = (rotated + nkv) * chunks;
   const T* row = a.qkv + static_cast<int64_t>(t) * (q_size + 2 * kv_size);
   const int64_t slot = a.slot_mapping[t];
-  const int32_t pos = a.positions[t];
-  for (int i = threadIdx.x; i < half; i += blockDim.x)
-    rope_cos_sin(pos, a.inv_freq[i], &smem[i], &smem[half + i]);
-  __syncthreads();
+  rope_table(a, t, smem, half);
   pdl_wait();  // pdl.cuh: the qkv rows come from the previous kernel
   pdl_launch_dependents();
   for (int base = 0; base < tasks; base += kPairTasks * kPairThreads) {
@@ -212,9 +212,7 @@ __global__ void __launch_bounds__(kPairThreads) qkv_post_pairs_kernel(Args<T> a)
       const int j = base + k * kPairThreads + threadIdx.x;
       if (j >= tasks) break;
       const int h = j / chunks, i0 = (j % chunks) * W;
-      const int col = h < nh        ? h * hd
-                      : h < rotated ? q_size + (h - nh) * hd
-                                    : q_size + kv_size + (h - rotated) * hd;
+      const int col = h * hd;  // the row holds the q, k and v heads side by side, in that order
       load_floats<W>(row + col + i0, lo[k]);
       load_floats<W>(row + col + half + i0, hi[k]);
       if (a.bias) {  // split_qkv: fp32 add, rounded to T
