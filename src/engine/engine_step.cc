@@ -26,6 +26,7 @@ PositionLogprobs to_position(const TokenLogprobs& lp) {
 }  // namespace
 
 Status EngineCore::step() {
+  const auto scheduled_from = std::chrono::steady_clock::now();
   SchedulerOutput so = scheduler_->schedule();
   for (const FailedGroup& f : so.failed) {
     auto it = requests_.find(f.group_id);
@@ -38,15 +39,16 @@ Status EngineCore::step() {
     finish_request(f.group_id);
   }
   if (so.empty()) return Status();
-  // Times this step (from after schedule(): an idle engine's empty steps are not counted).
+  // Times this step from before schedule() (the host loop includes scheduling); steps with no
+  // work return above, so an idle engine's empty steps are not counted.
   struct StepTimer {
     EngineCounters& c;
-    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point t0;
     ~StepTimer() {
       c.model_steps++;
       c.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-  } step_timer{counters_};
+  } step_timer{counters_, scheduled_from};
 
   executor_->swap_out(to_block_copies(so.swap_out));
   executor_->swap_in(to_block_copies(so.swap_in));

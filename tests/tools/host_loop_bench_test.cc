@@ -1,0 +1,96 @@
+// The engine's host loop alone (schedule, batch building, output processing) at B1's load, the
+// executor replaced by one that samples instantly (as the CUDA executor's device sampling returns
+// tokens): the host time per step that `folio bench throughput` reports as "Host loop", with no
+// GPU. Runs only with FOLIO_HOST_BENCH=1 (a figure, nothing asserted about speed); perf it to see
+// where a step's host time goes:
+//   FOLIO_HOST_BENCH=1 perf record -g build/tests/tools/folio_tools_tests
+//       --gtest_filter='HostLoopBench.*'   (one command line)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/engine_core.h"
+#include "model/model_config.h"
+#include "tools/bench_throughput.h"
+#include "tools/bench_workload.h"
+
+namespace folio::tools {
+namespace {
+
+// Samples token 1000 + row % 7 for every row at once; KV blocks as an H200 holds for Llama-3-8B.
+class InstantExecutor final : public Executor {
+ public:
+  InstantExecutor(int vocab, int block_size, int num_blocks) : vocab_(vocab) {
+    kv_.num_layers = 32;
+    kv_.num_kv_heads = 8;
+    kv_.head_dim = 128;
+    kv_.block_size = block_size;
+    kv_.num_blocks = num_blocks;
+  }
+  std::string device_name() const override { return "instant"; }
+  int vocab_size() const override { return vocab_; }
+  const KvCacheShape& kv_shape() const override { return kv_; }
+  Status execute(const ForwardBatch&, std::vector<float>&) override {
+    return unimplemented("instant executor: device sampling only");
+  }
+  bool samples_on_device() const override { return true; }
+  Status execute_sampled(const ForwardBatch&, const DeviceSamplingBatch& sampling,
+                         std::vector<float>& host_logits,
+                         std::vector<DeviceSample>& samples) override {
+    if (!sampling.host_rows.empty()) return unimplemented("instant executor: no host rows");
+    host_logits.clear();
+    samples.resize(sampling.rows.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+      samples[i].token_id = 1000 + static_cast<int32_t>(i % 7);
+      samples[i].logprob = -1.0f;
+      samples[i].rank = 1;
+      samples[i].top.clear();
+    }
+    return Status();
+  }
+  void copy_blocks(std::span<const BlockCopy>) override {}
+  void swap_out(std::span<const BlockCopy>) override {}
+  void swap_in(std::span<const BlockCopy>) override {}
+
+ private:
+  int vocab_;
+  KvCacheShape kv_;
+};
+
+TEST(HostLoopBench, B1PagedAndTokenMode) {
+  if (!std::getenv("FOLIO_HOST_BENCH")) GTEST_SKIP() << "set FOLIO_HOST_BENCH=1 to time it";
+  const std::string root = FOLIO_SOURCE_DIR;
+  std::ifstream f(root + "/configs/llama-3-8b.json");
+  auto model = ModelConfig::from_json(nlohmann::json::parse(f), "llama-3-8b.json");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  auto items = load_workload(root + "/bench/workloads/sharegpt_like_1000.jsonl", 0);
+  ASSERT_TRUE(items.ok()) << items.status().to_string();
+  for (bool token : {false, true}) {
+    EngineConfig c;
+    c.kv_mode = token ? KvCacheMode::kToken : KvCacheMode::kPaged;
+    c.block_size = token ? 1 : 16;
+    c.sched.max_num_seqs = 1024;
+    c.sched.max_num_batched_tokens = 16384;
+    const int blocks = token ? 885216 : 55326;  // the H200's pool (session 26's B1 log)
+    auto engine = EngineCore::create(
+        c, *model, std::make_unique<InstantExecutor>(model->vocab_size, c.block_size, blocks),
+        nullptr);
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    auto r = run_throughput(**engine, *items, 1);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const EngineCounters& n = (*engine)->counters();
+    const double host_ms =
+        1e3 * (n.step_seconds - n.execute_seconds) / std::max<int64_t>(1, n.model_steps);
+    std::printf("host loop, %s: %.3f ms per step over %lld steps (%.2f s in all; %d requests)\n",
+                token ? "token mode" : "paged 16", host_ms, static_cast<long long>(n.model_steps),
+                n.step_seconds - n.execute_seconds, r->num_requests);
+  }
+}
+
+}  // namespace
+}  // namespace folio::tools
