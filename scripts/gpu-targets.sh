@@ -14,8 +14,9 @@
 #
 #   here:   scripts/gpu-executor.sh stage
 #   device: run, carry ["build-cudaexec/carry"], command: scripts/gpu-targets.sh
-# On an H100 it takes about 6 minutes; B2_PROMPTS=256 (one wave) shortens B2 for a smoke run.
-# $OUT gets kbench.log, b3.json, b1.json, b1_token.json, b2.json and targets.log (this output).
+# On an H100 it takes about 6 minutes (B2_SWAP=1 adds B2 with swap preemption, ~2.5 more);
+# B2_PROMPTS=256 (one wave) shortens B2 for a smoke run. $OUT gets kbench.log, b3.json, b1.json,
+# b1_token.json, b2.json (b2_swap.json) and targets.log (this output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY=${BUILD:-build-cudaexec}/carry
@@ -63,12 +64,26 @@ for mode in paged token; do
     peak_running_sequences num_preemptions host_loop.host_share_of_execute
 done
 
+# B2's command (bench/results/README.md), its JSON to $out/$1.json, extra flags after it.
+b2() {
+  local name=$1
+  shift
+  timeout 400 "$CARRY/folio" bench throughput "${m[@]}" --input-len 1024 --output-len 1024 \
+    --num-prompts "${B2_PROMPTS:-1000}" --max-num-batched-tokens 16384 \
+    --gpu-memory-utilization 0.95 --max-num-seqs 256 "$@" --output-json "$out/$name.json" \
+    >/dev/null 2>&1
+}
 echo "== B2 (${B2_PROMPTS:-1000} prompts)"
-timeout 400 "$CARRY/folio" bench throughput "${m[@]}" --input-len 1024 --output-len 1024 \
-  --num-prompts "${B2_PROMPTS:-1000}" --max-num-batched-tokens 16384 --gpu-memory-utilization 0.95 \
-  --max-num-seqs 256 --output-json "$out/b2.json" >/dev/null 2>&1
+b2 b2
 show "$out/b2.json" output_tokens_per_second elapsed_seconds num_preemptions kv_num_blocks \
   host_loop.host_share_of_execute host_loop.mean_step_ms
+# B2_SWAP=1: B2 again with swap preemption (where the pool holds fewer than 256 x 2048 tokens, an
+# H100's, B2 preempts; on an H200 with the H100's pool swap lost 1.5% where recompute lost 3.4%).
+if [[ ${B2_SWAP:-0} == 1 ]]; then
+  echo "== B2, swap preemption"
+  b2 b2_swap --preemption-mode swap --swap-space 24
+  show "$out/b2_swap.json" output_tokens_per_second elapsed_seconds num_preemptions
+fi
 
 echo "targets (H100): K1 page 16 >= 90% of the queued copy at b >= 32, L >= 2048; token mode"
 echo "  >= 85%; K2 8x1024 >= 400 TFLOP/s; B3 <= 5.5 ms; B1 >= 45 req/s; B2 >= 9,000 output"
