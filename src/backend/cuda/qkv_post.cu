@@ -182,7 +182,6 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_post_kernel(Args<T> a) {
   }
 }
 
-
 // QkvPostForm::kPairs: grid (num_tokens), kPairThreads threads. Task j of token t is head
 // h = j / (half / W) and i0 = (j % (half / W)) * W; it loads x[i0, i0 + W) and x[half + i0, ...),
 // so each thread holds whole rope pairs and needs no other lane's elements. A thread takes up to
