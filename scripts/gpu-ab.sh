@@ -25,11 +25,8 @@
 # Logs and JSON land under $OUT (at most 8 files come back: keep the settings few).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CARRY=${BUILD:-build-cudaexec}/carry
 source scripts/gpu-carry.sh
-carry_unpack "$CARRY" || exit 1
-out=${OUT:-/tmp/folio-gpu-ab}
-mkdir -p "$out"
+carry_start ab || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
 # A variant setting as env's words: "-" none, commas between several VAR=value.
 setting_vars() { [[ $1 == - ]] || echo "${1//,/ }"; }

@@ -13,11 +13,8 @@
 # Logs under $OUT: ncu.csv (every kernel), timeline.txt, latency.json (the unprofiled TPOT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CARRY=${BUILD:-build-cudaexec}/carry
 source scripts/gpu-carry.sh
-carry_unpack "$CARRY" || exit 1
-out=${OUT:-/tmp/folio-gpu-timeline}
-mkdir -p "$out"
+carry_start timeline || exit 1
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 b3=(bench latency --device cuda --load-format dummy --model-config configs/llama-3-8b.json

@@ -46,6 +46,16 @@ carry_unpack() {
   fi
 }
 
+# The start of a device-side scripts/gpu-*.sh run from the repository root: sets CARRY (the carried
+# build under ${BUILD:-build-cudaexec}), unpacks it, and makes `out` ($OUT, or /tmp/folio-gpu-NAME).
+# `carry_start NAME || exit 1`.
+carry_start() {
+  CARRY=${BUILD:-build-cudaexec}/carry
+  carry_unpack "$CARRY" || return 1
+  out=${OUT:-/tmp/folio-gpu-$1}
+  mkdir -p "$out"
+}
+
 # A/B of whole builds within the 64 MiB a device call carries (the tracked tree alone is ~48 MB,
 # one carry folder 13 MB): `carry_ab_pack DIR NAME=BUILD...` (here; BUILD a build folder or a
 # folio_cuda_tests binary copied aside) puts each build's stripped folio_cuda_tests under NAME/

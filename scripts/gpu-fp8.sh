@@ -11,11 +11,8 @@
 # Each mode fits one device call (10 minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CARRY=${BUILD:-build-cudaexec}/carry
 source scripts/gpu-carry.sh
-carry_unpack "$CARRY" || exit 1
-out=${OUT:-/tmp/folio-gpu-fp8}
-mkdir -p "$out"
+carry_start fp8 || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 m=(--device cuda --load-format dummy --model-config configs/llama-3-8b.json)
 FP8_TESTS='*Fp8*:*fp8*:*KvDequant*'

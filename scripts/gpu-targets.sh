@@ -19,11 +19,8 @@
 # b1_token.json, b2.json (b2_swap.json) and targets.log (this output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CARRY=${BUILD:-build-cudaexec}/carry
 source scripts/gpu-carry.sh
-carry_unpack "$CARRY" || exit 1
-out=${OUT:-/tmp/folio-gpu-targets}
-mkdir -p "$out"
+carry_start targets || exit 1
 exec > >(tee "$out/targets.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
 date -u +%FT%TZ  # the binaries' commit is in every JSON (`commit`), shown after B3

@@ -7,11 +7,8 @@
 #     scripts/gpu-tc.sh tests|k1|e2e|b2              # there; logs and JSON under $OUT
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CARRY=${BUILD:-build-cudaexec}/carry
 source scripts/gpu-carry.sh
-carry_unpack "$CARRY" >/dev/null || exit 1
-out=${OUT:-/tmp/folio-gpu-tc}
-mkdir -p "$out"
+carry_start tc >/dev/null || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader || true
 m=(--device cuda --load-format dummy --model-config configs/llama-3-8b.json)
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(*[f'{k}={d[k]:.4g}' for k in sys.argv[2:] if k in d])" "$@" 2>/dev/null || echo failed; }

@@ -10,7 +10,8 @@
 #include "tools/engine_flags.h"
 
 int main(int argc, char** argv) {
-  // FOLIO_LOG_LEVEL=debug|info|warning|error|off (default info), like vLLM's VLLM_LOGGING_LEVEL.
+  // FOLIO_LOG_LEVEL=debug|info|warning|error|off (default info), like vLLM's VLLM_LOGGING_LEVEL:
+  // base/log.cc starts at that level; here a value it cannot read is bad input.
   if (const char* e = std::getenv("FOLIO_LOG_LEVEL")) {
     folio::LogLevel level;
     if (!folio::parse_log_level(e, &level)) {
@@ -18,7 +19,6 @@ int main(int argc, char** argv) {
                    e);
       return 2;
     }
-    folio::set_log_level(level);
   }
   CLI::App app{"folio: an LLM inference and serving engine (PagedAttention, TokenAttention)"};
   app.require_subcommand(1);

@@ -52,6 +52,11 @@ std::string temp_file(const std::string& name, const std::string& content) {
   return p.string();
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
 class ChatGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ChatGolden, RenderChatMatchesTransformers) {
@@ -128,16 +133,10 @@ TEST(Cli, MalformedCheckpointIsOneLineErrorAndExitCode2) {
   auto err = temp_file("err.txt", "");
   RunResult r = run_folio("generate --model " + dir.string(), in, err);
   EXPECT_EQ(r.exit_code, 2);
-  std::ifstream e(err);
-  std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  const std::string text = read_file(err);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
   EXPECT_NE(text.find("model.safetensors"), std::string::npos) << text;
   fs::remove_all(dir);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
 TEST(Cli, LogLevelFromTheEnvironment) {
