@@ -2,7 +2,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -38,27 +37,19 @@ void StageTimer::mark(const char* stage, void* stream) {
 void StageTimer::end_step() {
   if (used_ < 2) return;
   cudaEventSynchronize(static_cast<cudaEvent_t>(events_[used_ - 1]));
+  std::vector<std::pair<std::string, double>> ops;
+  ops.reserve(used_ - 1);
   for (size_t i = 0; i + 1 < used_; ++i) {
     float ms = 0.f;
     cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(events_[i]),
                          static_cast<cudaEvent_t>(events_[i + 1]));
-    total_ms_[stages_[i]] += ms;
+    ops.emplace_back(stages_[i], ms);
   }
-  ++steps_;
+  totals_.add_step(ops);
 }
 
 std::string StageTimer::report() const {
-  double all = 0;
-  for (const auto& [name, ms] : total_ms_) all += ms;
-  std::string out = "GPU stage times over " + std::to_string(steps_) + " steps (" +
-                    std::to_string(all / (steps_ ? steps_ : 1)) + " ms per step):";
-  char line[160];
-  for (const auto& [name, ms] : total_ms_) {
-    std::snprintf(line, sizeof line, "\n  %-18s %10.3f ms per step  %5.1f%%", name.c_str(),
-                  ms / (steps_ ? steps_ : 1), all > 0 ? 100.0 * ms / all : 0.0);
-    out += line;
-  }
-  return out;
+  return totals_.report();
 }
 
 }  // namespace folio::cuda
