@@ -236,6 +236,35 @@ TEST_P(GemmTest, MatmulWithoutPlanDuringCaptureFails) {
   }
 }
 
+// FOLIO_GEMM_TUNE_LARGE_M (gemm_sustained_tune.h): the first plan of a product at m >= M is timed
+// under sustained load on a transient output, so the caller's accumulate output gets exactly one
+// add; a later m of the product borrows the choice; m below M keeps the heuristic's first; every
+// result matches the reference.
+TEST_P(GemmTest, SustainedLargeMPlansMatchReferenceAndAddOnce) {
+  const char* saved = std::getenv("FOLIO_GEMM_TUNE_LARGE_M");
+  const std::string keep = saved ? saved : "";
+  setenv("FOLIO_GEMM_TUNE_LARGE_M", "64", 1);
+  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  if (saved)
+    setenv("FOLIO_GEMM_TUNE_LARGE_M", keep.c_str(), 1);
+  else
+    unsetenv("FOLIO_GEMM_TUNE_LARGE_M");
+  ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
+  const int n = 384, k = 256;
+  for (int m : {48, 96, 200}) {
+    auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * k, rng));
+    auto w = rounded(dt(), testing::random_vec(static_cast<size_t>(n) * k, rng));
+    auto y0 = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * n, rng, -5, 5));
+    auto dx = DevTensor::upload(dt(), x), dw = DevTensor::upload(dt(), w);
+    auto y = DevTensor::upload(dt(), y0);
+    FOLIO_ASSERT_OK(
+        (*gemm)->matmul_nt(dt(), dx.data(), dw.data(), y.data(), m, n, k, true, nullptr));
+    EXPECT_LT(rel_error(y.download(), reference(x, w, &y0, m, n, k)), 1e-2) << "m " << m;
+  }
+  EXPECT_EQ((*gemm)->cached_plans(), 3u);
+  EXPECT_EQ((*gemm)->tuned_plans(), 2u);  // m 96 timed, m 200 borrowed; m 48 heuristic
+}
+
 INSTANTIATE_TEST_SUITE_P(DTypes, GemmTest, ::testing::Values(DType::kBF16, DType::kFP16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
@@ -253,6 +282,8 @@ TEST(GemmAutotuneOptions, BucketsCoverEveryM) {
 TEST(GemmAutotuneOptions, ReadsAndValidatesEnvironment) {
   const char* saved = std::getenv("FOLIO_GEMM_AUTOTUNE");
   const std::string keep = saved ? saved : "";
+  const char* saved_large = std::getenv("FOLIO_GEMM_TUNE_LARGE_M");
+  const std::string keep_large = saved_large ? saved_large : "";
   setenv("FOLIO_GEMM_AUTOTUNE", "0", 1);
   auto o = AutotuneOptions::from_env();
   ASSERT_TRUE(o.ok());
@@ -262,8 +293,20 @@ TEST(GemmAutotuneOptions, ReadsAndValidatesEnvironment) {
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->enabled);
   EXPECT_EQ(o->max_candidates, 16);
+  EXPECT_EQ(o->large_m, std::atoi(saved_large ? saved_large : "0"));
   setenv("FOLIO_GEMM_AUTOTUNE", "yes", 1);
   EXPECT_EQ(AutotuneOptions::from_env().status().code(), StatusCode::kInvalidArgument);
+  setenv("FOLIO_GEMM_AUTOTUNE", "0", 1);
+  setenv("FOLIO_GEMM_TUNE_LARGE_M", "4096", 1);
+  o = AutotuneOptions::from_env();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->large_m, 4096);
+  setenv("FOLIO_GEMM_TUNE_LARGE_M", "big", 1);
+  EXPECT_EQ(AutotuneOptions::from_env().status().code(), StatusCode::kInvalidArgument);
+  if (saved_large)
+    setenv("FOLIO_GEMM_TUNE_LARGE_M", keep_large.c_str(), 1);
+  else
+    unsetenv("FOLIO_GEMM_TUNE_LARGE_M");
   if (saved)
     setenv("FOLIO_GEMM_AUTOTUNE", keep.c_str(), 1);
   else

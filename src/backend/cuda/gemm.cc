@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/gemm_autotune.h"
+#include "backend/cuda/gemm_sustained_tune.h"
 #include "backend/cuda/gemm_wgmma.h"
 #include "backend/cuda/skinny_gemm.h"
 #include "base/log.h"
@@ -65,6 +66,7 @@ struct Gemm::Impl {
   AutotuneOptions tune;
   std::map<Key, std::unique_ptr<Plan>> plans;
   std::map<Key, cublasLtMatmulAlgo_t> bucket_algos;  // key m = tune_bucket(m): see AutotuneOptions
+  std::map<Key, cublasLtMatmulAlgo_t> large_algos;   // key m = 0: the sustained choice (gemm.h)
   // m up to this goes to skinny_gemm (FOLIO_SKINNY_GEMM_MAX_M; skinny_gemm.h has the figures).
   int skinny_max_m = 1;
   WgmmaRange wgmma;           // m that goes to gemm_wgmma
@@ -88,6 +90,11 @@ struct Gemm::Impl {
     auto p = std::make_unique<Plan>();
     const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
     FOLIO_RETURN_IF_ERROR(p->describe_nt(t, t, m, n, k));
+    bool large = false;
+    if (tune.large_m > 0 && m >= tune.large_m) {
+      FOLIO_ASSIGN_OR_RETURN(large, pick_large(*p, dtype, x, w, m, n, k, accumulate, stream, name));
+    }
+    if (large) return keep(std::move(p), dtype, m, n, k, accumulate);
     const bool timed = will_tune(dtype, m, n) && x && w;
     const TuneBuffers buf{
         w, x, tune_scratch.data(), workspace.data(), tune_scratch.data(), tune_scratch.bytes()};
@@ -99,9 +106,46 @@ struct Gemm::Impl {
                                     timed ? &buf : nullptr, reuse, accumulate ? 1.f : 0.f, stream,
                                     name));
     if (p->tuned && !p->reused) bucket_algos.insert_or_assign(bucket, p->algo);
+    return keep(std::move(p), dtype, m, n, k, accumulate);
+  }
+
+  Plan* keep(std::unique_ptr<Plan> p, DType dtype, int m, int n, int k, bool accumulate) {
     Plan* raw = p.get();
     plans.emplace(Key{static_cast<int>(dtype), m, n, k, accumulate}, std::move(p));
     return raw;
+  }
+
+  // m >= tune.large_m: the product's sustained choice, lent when cuBLASLt accepts it for this m,
+  // else timed now on x, w and a transient output. False (the caller takes the heuristic's
+  // first) without operands or room for the output; the next plan of the product tries again.
+  Result<bool> pick_large(Plan& p, DType dtype, const void* x, const void* w, int m, int n, int k,
+                          bool accumulate, cudaStream_t stream, const std::string& name) {
+    const Key product{static_cast<int>(dtype), 0, n, k, accumulate};
+    if (const auto lent = large_algos.find(product); lent != large_algos.end()) {
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoCheck(handle, p.desc, p.a, p.b, p.c, p.c, &lent->second, &check) ==
+              CUBLAS_STATUS_SUCCESS &&
+          check.workspaceSize <= workspace.bytes()) {
+        p.algo = lent->second;
+        p.tuned = p.reused = true;
+        return true;
+      }
+      return false;
+    }
+    if (!x || !w) return false;
+    auto y = DeviceBuffer::allocate(size_t{2} * m * n);
+    if (!y.ok()) {
+      log_warn("Gemm: no memory for the sustained timing of " + name +
+               "; using cuBLASLt's first heuristic choice");
+      return false;
+    }
+    FOLIO_RETURN_IF_ERROR(memset_async(y->data(), 0, y->bytes(), stream));
+    const TuneBuffers buf{w, x, y->data(), workspace.data(), nullptr, 0};
+    FOLIO_RETURN_IF_ERROR(pick_algo_sustained(p, handle, workspace.bytes(), buf,
+                                              accumulate ? 1.f : 0.f, stream, name));
+    FOLIO_RETURN_IF_ERROR(synchronize(stream));  // before y is freed
+    large_algos.insert_or_assign(product, p.algo);
+    return true;
   }
 };
 

@@ -20,9 +20,17 @@
 // the real operands and keeps the fastest; otherwise it keeps cuBLASLt's first heuristic choice.
 // Timing writes only Gemm-owned scratch, never the caller's y.
 //
+// Large m (prefill), opt-in: FOLIO_GEMM_TUNE_LARGE_M=M (0, the default: off) times cuBLASLt's
+// first 8 kernels under sustained load (gemm_sustained_tune.h: the power cap) for the first plan
+// of each (dtype, n, k, accumulate) with m >= M, on the caller's x and w and a transient output
+// buffer, and lends the winner to every later m >= M of that product (checked by cuBLASLt per
+// m). On the H200 with M 4096: a 16384-token prefill step 2.1% faster. Off by default because
+// the choice comes from a timing, so runs may differ in rounding (vLLM's default is reproducible).
+//
 // Memory: everything is allocated by create() (the workspace, plus a 64 MiB timing scratch when
 // autotuning is on), so the executor's profiling forward sees it; plan creation allocates nothing,
-// except prepare() without operands (transient, freed before it returns).
+// except prepare() without operands and the large-m timing's output (transient, freed before it
+// returns; without room for it the plan keeps the heuristic's choice).
 //
 // CUDA graphs: creating a plan synchronizes the stream and times kernels, so it must not happen
 // inside a stream capture. Call prepare() for every shape the captured step uses (or run the step

@@ -26,6 +26,8 @@ Result<int> env_int(const char* name, int fallback, int lo, int hi) {
   return static_cast<int>(x);
 }
 
+}  // namespace
+
 // "algo 21 tile 18 stages 9 splitK 1 swizzle 0 cluster 2": the cuBLASLt kernel a plan runs, for
 // FOLIO_LOG_LEVEL=debug (to compare the engine's choice with GemmBench's for one shape).
 std::string algo_config(const cublasLtMatmulAlgo_t& algo) {
@@ -52,8 +54,6 @@ std::string algo_config(const cublasLtMatmulAlgo_t& algo) {
   }
   return out;
 }
-
-}  // namespace
 
 Status lt_status(cublasStatus_t st, const char* what) {
   if (st == CUBLAS_STATUS_SUCCESS) return Status();
@@ -97,6 +97,7 @@ Result<AutotuneOptions> AutotuneOptions::from_env() {
   FOLIO_ASSIGN_OR_RETURN(o.max_m, env_int("FOLIO_GEMM_AUTOTUNE_MAX_M", 512, 0, 1 << 30));
   FOLIO_ASSIGN_OR_RETURN(const int buckets, env_int("FOLIO_GEMM_AUTOTUNE_BUCKETS", 1, 0, 1));
   o.bucketed = buckets == 1;
+  FOLIO_ASSIGN_OR_RETURN(o.large_m, env_int("FOLIO_GEMM_TUNE_LARGE_M", 0, 0, 1 << 30));
   return o;
 }
 

@@ -29,6 +29,9 @@ struct AutotuneOptions {
   // (tune_bucket) lends its algorithm to the bucket's other m, so a server meeting every batch
   // size from 1 to 512 times each shape ~20 times, not 512 (each timing stalls the step ~5-30 ms).
   bool bucketed = true;
+  // FOLIO_GEMM_TUNE_LARGE_M: from this m the sustained-load timing of gemm_sustained_tune.h
+  // chooses the kernel, once per product (gemm.h); 0 (the default) leaves it off.
+  int large_m = 0;
   // Reads the FOLIO_GEMM_AUTOTUNE* variables; a malformed value is an error, not a silent default.
   static Result<AutotuneOptions> from_env();
 };
@@ -100,6 +103,10 @@ int tune_bucket(int m);
 Status pick_algo(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes, int max_candidates,
                  const TuneBuffers* buf, const cublasLtMatmulAlgo_t* reuse, float beta,
                  cudaStream_t stream, const std::string& name);
+
+// "algo 66 tile 209 stages 35 splitK 1 swizzle 0": the cuBLASLt kernel an algorithm names (debug
+// log lines, benchmarks).
+std::string algo_config(const cublasLtMatmulAlgo_t& algo);
 
 // "cuBLASLt status name (description)" wrapped in a Status naming `what`.
 Status lt_status(cublasStatus_t st, const char* what);

@@ -1,0 +1,77 @@
+// cuBLASLt's candidates for the prefill products under sustained load, run only when
+// FOLIO_CUDA_BENCH=1 (prints figures, asserts nothing about speed).
+//
+// The protocol production uses under FOLIO_GEMM_TUNE_LARGE_M (gemm_sustained_tune.h: why, and how
+// the candidates are timed), run on Llama-3-8B's four products at m 16384 with random operands,
+// printing every candidate's median launch beside the heuristic's first.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <random>
+
+#include "backend/cuda/device_memory.h"
+#include "backend/cuda/gemm_sustained_tune.h"
+#include "bench_util.h"
+#include "cuda_test_util.h"
+
+namespace folio::cuda {
+namespace {
+
+using bench::bench_enabled;
+using bench::fill_random;
+
+constexpr int kM = 16384;
+
+struct Shape {
+  const char* name;
+  int n, k;
+  bool acc;
+};
+constexpr Shape kShapes[] = {{"qkv", 6144, 4096, false},
+                             {"o_proj", 4096, 4096, true},
+                             {"gate_up", 28672, 4096, false},
+                             {"down", 4096, 14336, true}};
+
+TEST(GemmBench, LargeMCandidatesSustained) {
+  FOLIO_REQUIRE_GPU();
+  if (!bench_enabled()) GTEST_SKIP() << "set FOLIO_CUDA_BENCH=1 to time cuBLASLt's candidates";
+  constexpr size_t kWorkspace = 32u << 20;  // Gemm::create's default
+  cublasLtHandle_t handle = nullptr;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  auto ws = DeviceBuffer::allocate(kWorkspace);
+  ASSERT_TRUE(ws.ok());
+  std::mt19937 rng(5);
+  const cudaStream_t s = nullptr;  // the legacy stream, as the engine's forward
+  for (const Shape& sh : kShapes) {
+    auto w = DeviceBuffer::allocate(size_t{2} * sh.n * sh.k);
+    auto x = DeviceBuffer::allocate(size_t{2} * kM * sh.k);
+    auto y = DeviceBuffer::allocate(size_t{2} * kM * sh.n);
+    ASSERT_TRUE(w.ok() && x.ok() && y.ok());
+    fill_random(w->data(), w->bytes(), rng);
+    fill_random(x->data(), x->bytes(), rng);
+    ASSERT_EQ(cudaMemset(y->data(), 0, y->bytes()), cudaSuccess);
+    LtPlan plan;
+    ASSERT_TRUE(plan.describe_nt(CUDA_R_16BF, CUDA_R_16BF, kM, sh.n, sh.k).ok());
+    const LtProblem prob{handle, plan.desc, plan.a, plan.b, plan.c, kWorkspace};
+    auto cands = heuristic_algos(prob, kSustainedCandidates);
+    ASSERT_TRUE(cands.ok() && !cands->empty());
+    const TuneBuffers buf{w->data(), x->data(), y->data(), ws->data(), nullptr, 0};
+    auto r = time_candidates_sustained(prob, *cands, buf, 1.f, sh.acc ? 1.f : 0.f, s);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const double flop = 2.0 * kM * sh.n * sh.k;
+    std::printf("%s m %d n %d k %d: %zu candidates, median of %d launches each; keeps #%d\n",
+                sh.name, kM, sh.n, sh.k, cands->size(), (kSustainedRounds - 1) * kSustainedBurst,
+                r->chosen);
+    for (size_t c = 0; c < cands->size(); ++c) {
+      const float med = r->median_us[c];
+      std::printf("  #%zu %9.1f us %6.1f TFLOP/s %5.2fx of #0  (%s)\n", c, med, flop / (med * 1e6),
+                  r->median_us[0] / med, algo_config((*cands)[c].algo).c_str());
+    }
+    std::fflush(stdout);
+  }
+  cublasLtDestroy(handle);
+}
+
+}  // namespace
+}  // namespace folio::cuda
