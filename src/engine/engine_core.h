@@ -37,6 +37,10 @@ struct EngineCounters {
   int64_t model_steps = 0;
   double step_seconds = 0.0;
   double execute_seconds = 0.0;
+  // The host loop's parts: schedule() and the inputs built before the executor runs (the rest of
+  // it, after the executor, is output processing).
+  double schedule_seconds = 0.0;
+  double prepare_seconds = 0.0;
 };
 
 class EngineCore {

@@ -49,6 +49,8 @@ Status EngineCore::step() {
       c.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   } step_timer{counters_, scheduled_from};
+  const auto scheduled_at = std::chrono::steady_clock::now();
+  counters_.schedule_seconds += std::chrono::duration<double>(scheduled_at - scheduled_from).count();
 
   executor_->swap_out(to_block_copies(so.swap_out));
   executor_->swap_in(to_block_copies(so.swap_in));
@@ -111,6 +113,7 @@ Status EngineCore::step() {
       if (on_device) device_batch_.host_rows.push_back(row);
     }
   const auto exec_start = std::chrono::steady_clock::now();
+  counters_.prepare_seconds += std::chrono::duration<double>(exec_start - scheduled_at).count();
   FOLIO_RETURN_IF_ERROR(on_device ? executor_->execute_sampled(batch_, device_batch_, logits_,
                                                                device_samples_)
                                   : executor_->execute(batch_, logits_));

@@ -81,14 +81,20 @@ nlohmann::json host_loop_json(const EngineCounters& c) {
           {"mean_step_ms", 1e3 * c.step_seconds / steps},
           {"mean_execute_ms", 1e3 * c.execute_seconds / steps},
           {"mean_host_ms", 1e3 * host / steps},
+          {"mean_schedule_ms", 1e3 * c.schedule_seconds / steps},
+          {"mean_prepare_ms", 1e3 * c.prepare_seconds / steps},
+          {"mean_outputs_ms", 1e3 * (host - c.schedule_seconds - c.prepare_seconds) / steps},
           {"host_share_of_execute", c.execute_seconds > 0 ? host / c.execute_seconds : 0.0}};
 }
 
 void print_host_loop(const nlohmann::json& j) {
-  std::printf("Host loop: %.3f ms per step beside %.3f ms in the executor (%.1f%%) over %lld steps\n",
-              j["mean_host_ms"].get<double>(), j["mean_execute_ms"].get<double>(),
-              100.0 * j["host_share_of_execute"].get<double>(),
-              static_cast<long long>(j["model_steps"].get<int64_t>()));
+  std::printf(
+      "Host loop: %.3f ms per step beside %.3f ms in the executor (%.1f%%) over %lld steps "
+      "(schedule %.3f, inputs %.3f, outputs %.3f ms)\n",
+      j["mean_host_ms"].get<double>(), j["mean_execute_ms"].get<double>(),
+      100.0 * j["host_share_of_execute"].get<double>(),
+      static_cast<long long>(j["model_steps"].get<int64_t>()), j["mean_schedule_ms"].get<double>(),
+      j["mean_prepare_ms"].get<double>(), j["mean_outputs_ms"].get<double>());
 }
 
 }  // namespace folio::tools

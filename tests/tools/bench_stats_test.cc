@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/engine_core.h"
+#include "tools/bench_meta.h"
 #include "tools/bench_serve_metrics.h"
 #include "tools/bench_stats.h"
 
@@ -24,6 +26,26 @@ TEST(BenchStats, PercentilesInterpolateLikeNumpy) {
   EXPECT_NEAR(percentile(hundred, 90), 90.1, 1e-9);
   EXPECT_DOUBLE_EQ(percentile(std::vector<double>{7.0}, 99), 7.0);
   EXPECT_DOUBLE_EQ(percentile(std::vector<double>{}, 50), 0.0);
+}
+
+// The host loop's figures per step: the step's wall time less the executor's, split into
+// scheduling, inputs and (the rest) outputs.
+TEST(BenchStats, HostLoopJsonSplitsTheHostLoopPerStep) {
+  EngineCounters c;
+  c.model_steps = 4;
+  c.step_seconds = 0.100;
+  c.execute_seconds = 0.080;
+  c.schedule_seconds = 0.004;
+  c.prepare_seconds = 0.006;
+  const auto j = host_loop_json(c);
+  EXPECT_EQ(j["model_steps"].get<int64_t>(), 4);
+  EXPECT_NEAR(j["mean_step_ms"].get<double>(), 25.0, 1e-9);
+  EXPECT_NEAR(j["mean_execute_ms"].get<double>(), 20.0, 1e-9);
+  EXPECT_NEAR(j["mean_host_ms"].get<double>(), 5.0, 1e-9);
+  EXPECT_NEAR(j["mean_schedule_ms"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(j["mean_prepare_ms"].get<double>(), 1.5, 1e-9);
+  EXPECT_NEAR(j["mean_outputs_ms"].get<double>(), 2.5, 1e-9);
+  EXPECT_NEAR(j["host_share_of_execute"].get<double>(), 0.25, 1e-9);
 }
 
 TEST(BenchStats, MeanStdAndSummary) {

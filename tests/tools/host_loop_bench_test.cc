@@ -16,6 +16,7 @@
 
 #include "engine/engine_core.h"
 #include "model/model_config.h"
+#include "tools/bench_meta.h"
 #include "tools/bench_throughput.h"
 #include "tools/bench_workload.h"
 
@@ -84,11 +85,8 @@ TEST(HostLoopBench, B1PagedAndTokenMode) {
     auto r = run_throughput(**engine, *items, 1);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     const EngineCounters& n = (*engine)->counters();
-    const double host_ms =
-        1e3 * (n.step_seconds - n.execute_seconds) / std::max<int64_t>(1, n.model_steps);
-    std::printf("host loop, %s: %.3f ms per step over %lld steps (%.2f s in all; %d requests)\n",
-                token ? "token mode" : "paged 16", host_ms, static_cast<long long>(n.model_steps),
-                n.step_seconds - n.execute_seconds, r->num_requests);
+    std::printf("%s, %d requests: ", token ? "token mode" : "paged 16", r->num_requests);
+    print_host_loop(host_loop_json(n));
   }
 }
 
