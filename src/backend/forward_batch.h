@@ -36,6 +36,13 @@ struct ForwardBatch {
 
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
   int num_seqs() const { return static_cast<int>(context_lens.size()); }
+  // Empties every array, keeping their capacity (the engine rebuilds one batch every step).
+  void clear() {
+    for (auto* v : {&token_ids, &positions, &query_start, &context_lens, &block_table_start,
+                    &block_table, &logits_rows})
+      v->clear();
+    slot_mapping.clear();
+  }
 };
 
 // One (src, dst) pair of block ids: a copy-on-write copy within the device cache, or a swap

@@ -36,6 +36,9 @@ struct SequenceGroup {
   bool forked = false;         // the n - 1 siblings exist (always true for n == 1)
   SeqStatus status = SeqStatus::kWaiting;
   std::string error;           // why it finished with kFinishedError
+  // The scheduler's step counter when it last scheduled this group (0: never): "scheduled this
+  // step" without a per-step set of ids (one allocation per group per step).
+  uint64_t scheduled_step = 0;
 
   Sequence* find(SeqId id);
   const Sequence* find(SeqId id) const;

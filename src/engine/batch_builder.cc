@@ -4,9 +4,18 @@ namespace folio {
 
 void build_forward_batch(const SchedulerOutput& out, const std::vector<bool>& want_all_rows,
                          ForwardBatch& b, BatchRows& rows) {
-  b = ForwardBatch();
+  b.clear();
   const int bs = out.block_size;
   const size_t n = out.seqs.size();
+  size_t tokens = 0, table = 0;
+  for (const ScheduledSeq& s : out.seqs) {
+    tokens += s.token_ids.size();
+    table += s.block_table.size();
+  }
+  b.token_ids.reserve(tokens);
+  b.positions.reserve(tokens);
+  b.slot_mapping.reserve(tokens);
+  b.block_table.reserve(table);
   rows.first_row.assign(n, -1);
   rows.all_rows.assign(n, false);
   rows.last_offset.assign(n, 0);
@@ -17,9 +26,9 @@ void build_forward_batch(const SchedulerOutput& out, const std::vector<bool>& wa
     const ScheduledSeq& s = out.seqs[i];
     const int num = s.num_tokens();
     const int first_token = b.num_tokens();
+    b.token_ids.insert(b.token_ids.end(), s.token_ids.begin(), s.token_ids.end());
     for (int k = 0; k < num; ++k) {
       const int pos = s.start_pos + k;
-      b.token_ids.push_back(s.token_ids[k]);
       b.positions.push_back(pos);
       b.slot_mapping.push_back(static_cast<int64_t>(s.block_table[pos / bs]) * bs + pos % bs);
     }

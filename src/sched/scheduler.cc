@@ -127,23 +127,23 @@ void Scheduler::commit(SequenceGroup* g, const std::vector<Planned>& plan, Sched
       if (!g->forked)  // the prompt is done: the siblings sample from the same logits
         for (int i = 1; i < g->params.n; ++i) e.sample_seq_ids.push_back(next_seq_id_++);
     }
-    e.token_ids.assign(s.tokens.begin() + s.num_computed,
-                       s.tokens.begin() + s.num_computed + p.num_new);
-    last_.push_back(e);  // without the block table
-    auto table = kv_.block_table(s.id);
-    e.block_table.assign(table.begin(), table.end());
+    e.token_ids = std::span<const TokenId>(s.tokens).subspan(static_cast<size_t>(s.num_computed),
+                                                             static_cast<size_t>(p.num_new));
+    e.block_table = kv_.block_table(s.id);
+    last_.push_back({s.id, p.num_new, {}});
+    if (e.sample_seq_ids.size() > 1) last_.back().fork_ids = e.sample_seq_ids;
     out.seqs.push_back(std::move(e));
     budget_ -= p.num_new;
     --seqs_left_;
   }
-  scheduled_.insert(g->id);
+  g->scheduled_step = step_;
 }
 
 void Scheduler::schedule_running(SchedulerOutput& out, bool prefill_pass) {
   const Queue snapshot = running_;
   for (SequenceGroup* g : snapshot) {
     if (budget_ <= 0 || seqs_left_ <= 0) return;
-    if (g->in_prefill() != prefill_pass || scheduled_.count(g->id) || g->status != SeqStatus::kRunning)
+    if (g->in_prefill() != prefill_pass || scheduled_now(g) || g->status != SeqStatus::kRunning)
       continue;
     std::vector<Planned> p = plan(g, budget_, seqs_left_);
     if (p.empty()) continue;
@@ -225,8 +225,9 @@ SchedulerOutput Scheduler::schedule() {
   out.block_size = kv_.block_size();
   out.failed = std::move(pending_failed_);
   pending_failed_.clear();
-  scheduled_.clear();
+  ++step_;
   last_.clear();
+  out.seqs.reserve(running_.size());
   budget_ = config_.max_num_batched_tokens;
   seqs_left_ = config_.max_num_seqs;
   preempted_this_step_ = false;

@@ -22,7 +22,6 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/request.h"
@@ -112,8 +111,15 @@ class Scheduler {
   SeqId next_seq_id_ = 1;
 
   // This step's bookkeeping (schedule() -> update_from_output()).
-  std::unordered_set<GroupId> scheduled_;
-  std::vector<ScheduledSeq> last_;  // token_ids/block_table left empty
+  uint64_t step_ = 0;  // schedule() calls so far; SequenceGroup::scheduled_step == step_: scheduled now
+  // What update_from_output needs of the last schedule()'s entries (not their views or vectors).
+  struct Scheduled {
+    SeqId seq_id = 0;
+    int num_tokens = 0;
+    std::vector<SeqId> fork_ids;  // sample_seq_ids when the prompt of an n > 1 group ends
+  };
+  std::vector<Scheduled> last_;
+  bool scheduled_now(const SequenceGroup* g) const { return g->scheduled_step == step_; }
   int budget_ = 0;
   int seqs_left_ = 0;
   bool preempted_this_step_ = false;

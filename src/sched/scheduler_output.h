@@ -6,6 +6,7 @@
 // (host -> device), then copies (copy-on-write, device -> device), then run the model.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,12 +15,16 @@
 
 namespace folio {
 
+// token_ids and block_table are views into the scheduler's sequence and the KV manager's table
+// (copying them cost the host loop most in token mode, where a table has an entry per token):
+// they stay valid until the scheduler changes next (update_from_output, abort_request,
+// fork_sequence, the next schedule), which is after the engine has built and run the step.
 struct ScheduledSeq {
   SeqId seq_id = 0;
   GroupId group_id = 0;
-  std::vector<TokenId> token_ids;  // the tokens [start_pos, start_pos + token_ids.size())
-  int start_pos = 0;               // = num_computed before the step
-  std::vector<int32_t> block_table;  // physical ids covering [0, start_pos + token_ids.size())
+  std::span<const TokenId> token_ids;  // the tokens [start_pos, start_pos + token_ids.size())
+  int start_pos = 0;                   // = num_computed before the step
+  std::span<const int32_t> block_table;  // physical ids covering [0, start_pos + token_ids.size())
   // Sequences that get one sampled token each from the logits of this entry's last token:
   // empty while a prompt is still being computed; [seq_id] normally; [seq_id, c1, ..., c_{n-1}]
   // when a group with n > 1 finishes its prompt (c_i are new sibling ids, forked at update).

@@ -6,7 +6,7 @@ namespace folio {
 
 SequenceGroup* Scheduler::pick_victim(const SequenceGroup* except) const {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it)
-    if (*it != except && !scheduled_.count((*it)->id)) return *it;
+    if (*it != except && !scheduled_now(*it)) return *it;
   return nullptr;
 }
 

@@ -36,20 +36,20 @@ UpdateResult Scheduler::update_from_output(const StepResult& step) {
     return (*g)->find(id);
   };
   // 1. The scheduled tokens now have K/V; full blocks enter the prefix cache.
-  for (const ScheduledSeq& e : last_) {
+  for (const Scheduled& e : last_) {
     SequenceGroup* g = nullptr;
     Sequence* s = find(e.seq_id, &g);
     if (!s || s->finished() || s->status != SeqStatus::kRunning) continue;  // aborted meanwhile
-    s->num_computed += e.num_tokens();
+    s->num_computed += e.num_tokens;
     kv_.mark_computed(s->id, s->tokens, s->num_computed);
     touched.push_back(g->id);
     // 2. A finished prompt of an n > 1 group: the siblings appear, sharing every block.
-    if (e.sample_seq_ids.size() > 1 && !g->forked) {
+    if (e.fork_ids.size() > 1 && !g->forked) {
       g->forked = true;
       const Sequence leader = *s;
-      for (size_t i = 1; i < e.sample_seq_ids.size(); ++i) {
+      for (size_t i = 1; i < e.fork_ids.size(); ++i) {
         Sequence child = leader;
-        child.id = e.sample_seq_ids[i];
+        child.id = e.fork_ids[i];
         kv_.fork(leader.id, child.id);
         seq_group_[child.id] = g->id;
         g->seqs.push_back(std::move(child));

@@ -72,7 +72,7 @@ class FakeEngine {
     const Sequence* s = g->find(e.seq_id);
     ASSERT_NE(s, nullptr);
     ASSERT_EQ(e.start_pos, s->num_computed);
-    ASSERT_EQ(e.token_ids,
+    ASSERT_EQ(std::vector<TokenId>(e.token_ids.begin(), e.token_ids.end()),
               std::vector<TokenId>(s->tokens.begin() + e.start_pos,
                                    s->tokens.begin() + e.start_pos + e.num_tokens()));
     auto fp = prefix_fingerprints(s->tokens);
