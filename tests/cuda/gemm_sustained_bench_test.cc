@@ -3,11 +3,14 @@
 //
 // The protocol production uses under FOLIO_GEMM_TUNE_LARGE_M (gemm_sustained_tune.h: why, and how
 // the candidates are timed), run on Llama-3-8B's four products at m 16384 with random operands,
-// printing every candidate's median launch beside the heuristic's first.
+// printing every candidate's median launch beside the heuristic's first. FOLIO_BENCH_SUSTAINED_M
+// sets m (default 16384); at decode m (B2's 256 runs power-capped too) only gate_up and down
+// mean much: the smaller weights stay in L2 across a burst, which a real step never allows.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "backend/cuda/device_memory.h"
@@ -21,7 +24,11 @@ namespace {
 using bench::bench_enabled;
 using bench::fill_random;
 
-constexpr int kM = 16384;
+int bench_m() {
+  const char* e = std::getenv("FOLIO_BENCH_SUSTAINED_M");
+  const int m = e ? std::atoi(e) : 0;
+  return m > 0 ? m : 16384;
+}
 
 struct Shape {
   const char* name;
@@ -43,25 +50,26 @@ TEST(GemmBench, LargeMCandidatesSustained) {
   ASSERT_TRUE(ws.ok());
   std::mt19937 rng(5);
   const cudaStream_t s = nullptr;  // the legacy stream, as the engine's forward
+  const int m = bench_m();
   for (const Shape& sh : kShapes) {
     auto w = DeviceBuffer::allocate(size_t{2} * sh.n * sh.k);
-    auto x = DeviceBuffer::allocate(size_t{2} * kM * sh.k);
-    auto y = DeviceBuffer::allocate(size_t{2} * kM * sh.n);
+    auto x = DeviceBuffer::allocate(size_t{2} * m * sh.k);
+    auto y = DeviceBuffer::allocate(size_t{2} * m * sh.n);
     ASSERT_TRUE(w.ok() && x.ok() && y.ok());
     fill_random(w->data(), w->bytes(), rng);
     fill_random(x->data(), x->bytes(), rng);
     ASSERT_EQ(cudaMemset(y->data(), 0, y->bytes()), cudaSuccess);
     LtPlan plan;
-    ASSERT_TRUE(plan.describe_nt(CUDA_R_16BF, CUDA_R_16BF, kM, sh.n, sh.k).ok());
+    ASSERT_TRUE(plan.describe_nt(CUDA_R_16BF, CUDA_R_16BF, m, sh.n, sh.k).ok());
     const LtProblem prob{handle, plan.desc, plan.a, plan.b, plan.c, kWorkspace};
     auto cands = heuristic_algos(prob, kSustainedCandidates);
     ASSERT_TRUE(cands.ok() && !cands->empty());
     const TuneBuffers buf{w->data(), x->data(), y->data(), ws->data(), nullptr, 0};
     auto r = time_candidates_sustained(prob, *cands, buf, 1.f, sh.acc ? 1.f : 0.f, s);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
-    const double flop = 2.0 * kM * sh.n * sh.k;
+    const double flop = 2.0 * m * sh.n * sh.k;
     std::printf("%s m %d n %d k %d: %zu candidates, median of %d launches each; keeps #%d\n",
-                sh.name, kM, sh.n, sh.k, cands->size(), (kSustainedRounds - 1) * kSustainedBurst,
+                sh.name, m, sh.n, sh.k, cands->size(), (kSustainedRounds - 1) * kSustainedBurst,
                 r->chosen);
     for (size_t c = 0; c < cands->size(); ++c) {
       const float med = r->median_us[c];
