@@ -8,8 +8,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "backend/cuda/gemm_autotune.h"
+#include "backend/gemm_tune_cache.h"
 #include "cuda_test_util.h"
 #include "gemm_reference.h"
 
@@ -27,6 +30,40 @@ class GemmTest : public ::testing::TestWithParam<DType> {
   DType dt() const { return GetParam(); }
   std::mt19937 rng{42};
 };
+
+// Sets an environment variable for a scope, restoring the old value (or its absence) after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// y0 + x·w^T through `g` (accumulate) against the reference, on fresh random operands.
+bool accumulate_matches(DType dt, Gemm& g, int m, int n, int k) {
+  std::mt19937 rng(m * 31 + n);
+  auto x = rounded(dt, testing::random_vec(static_cast<size_t>(m) * k, rng));
+  auto w = rounded(dt, testing::random_vec(static_cast<size_t>(n) * k, rng));
+  auto y0 = rounded(dt, testing::random_vec(static_cast<size_t>(m) * n, rng, -5, 5));
+  auto dx = DevTensor::upload(dt, x), dw = DevTensor::upload(dt, w);
+  auto y = DevTensor::upload(dt, y0);
+  if (!g.matmul_nt(dt, dx.data(), dw.data(), y.data(), m, n, k, true, nullptr).ok()) return false;
+  return rel_error(y.download(), reference(x, w, &y0, m, n, k)) < 1e-2;
+}
 
 TEST_P(GemmTest, MatchesReferenceOnSeveralShapes) {
   auto gemm = Gemm::create(32u << 20, GemmAutotune::kOn, 0);
@@ -241,28 +278,48 @@ TEST_P(GemmTest, MatmulWithoutPlanDuringCaptureFails) {
 // add; a later m of the product borrows the choice; m below M keeps the heuristic's first; every
 // result matches the reference.
 TEST_P(GemmTest, SustainedLargeMPlansMatchReferenceAndAddOnce) {
-  const char* saved = std::getenv("FOLIO_GEMM_TUNE_LARGE_M");
-  const std::string keep = saved ? saved : "";
-  setenv("FOLIO_GEMM_TUNE_LARGE_M", "64", 1);
-  auto gemm = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
-  if (saved)
-    setenv("FOLIO_GEMM_TUNE_LARGE_M", keep.c_str(), 1);
-  else
-    unsetenv("FOLIO_GEMM_TUNE_LARGE_M");
-  ASSERT_TRUE(gemm.ok()) << gemm.status().to_string();
-  const int n = 384, k = 256;
-  for (int m : {48, 96, 200}) {
-    auto x = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * k, rng));
-    auto w = rounded(dt(), testing::random_vec(static_cast<size_t>(n) * k, rng));
-    auto y0 = rounded(dt(), testing::random_vec(static_cast<size_t>(m) * n, rng, -5, 5));
-    auto dx = DevTensor::upload(dt(), x), dw = DevTensor::upload(dt(), w);
-    auto y = DevTensor::upload(dt(), y0);
-    FOLIO_ASSERT_OK(
-        (*gemm)->matmul_nt(dt(), dx.data(), dw.data(), y.data(), m, n, k, true, nullptr));
-    EXPECT_LT(rel_error(y.download(), reference(x, w, &y0, m, n, k)), 1e-2) << "m " << m;
+  std::unique_ptr<Gemm> gemm;
+  {
+    ScopedEnv large("FOLIO_GEMM_TUNE_LARGE_M", "64");
+    auto g = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    gemm = std::move(*g);
   }
-  EXPECT_EQ((*gemm)->cached_plans(), 3u);
-  EXPECT_EQ((*gemm)->tuned_plans(), 2u);  // m 96 timed, m 200 borrowed; m 48 heuristic
+  const int n = 384, k = 256;
+  for (int m : {48, 96, 200}) EXPECT_TRUE(accumulate_matches(dt(), *gemm, m, n, k)) << "m " << m;
+  EXPECT_EQ(gemm->cached_plans(), 3u);
+  EXPECT_EQ(gemm->tuned_plans(), 2u);  // m 96 timed, m 200 borrowed; m 48 heuristic
+  EXPECT_EQ(gemm->sustained_timings(), 1u);
+}
+
+// FOLIO_GEMM_TUNE_CACHE: the first Gemm times the product and writes its choice; a second Gemm
+// (another process, in effect) reads it back and times nothing; a malformed file fails create().
+TEST_P(GemmTest, SustainedChoicesAreKeptInTheTuneCacheAndReadBack) {
+  const std::string path = ::testing::TempDir() + "folio-gemm-tune-" + dtype_name(dt()) + ".json";
+  std::remove(path.c_str());
+  ScopedEnv large("FOLIO_GEMM_TUNE_LARGE_M", "64");
+  ScopedEnv cache("FOLIO_GEMM_TUNE_CACHE", path.c_str());
+  const int m = 96, n = 384, k = 256;
+  auto first = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_TRUE(accumulate_matches(dt(), **first, m, n, k));
+  EXPECT_EQ((*first)->sustained_timings(), 1u);
+  auto written = GemmTuneCache::load(path);
+  ASSERT_TRUE(written.ok()) << written.status().to_string();
+  ASSERT_EQ(written->entries().size(), 1u);
+  EXPECT_EQ(written->entries()[0].key.n, n);
+  EXPECT_EQ(written->entries()[0].key.k, k);
+  EXPECT_TRUE(written->entries()[0].key.accumulate);
+  auto second = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_TRUE(accumulate_matches(dt(), **second, m, n, k));
+  EXPECT_EQ((*second)->sustained_timings(), 0u);
+  EXPECT_EQ((*second)->tuned_plans(), 1u);
+  std::ofstream(path) << "{ not json";
+  auto bad = Gemm::create(32u << 20, GemmAutotune::kOff, 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path), std::string::npos) << bad.status().to_string();
+  std::remove(path.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, GemmTest, ::testing::Values(DType::kBF16, DType::kFP16),

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 
 #include <map>
 #include <tuple>
 
+#include "backend/gemm_tune_cache.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/gemm_autotune.h"
@@ -67,6 +70,9 @@ struct Gemm::Impl {
   std::map<Key, std::unique_ptr<Plan>> plans;
   std::map<Key, cublasLtMatmulAlgo_t> bucket_algos;  // key m = tune_bucket(m): see AutotuneOptions
   std::map<Key, cublasLtMatmulAlgo_t> large_algos;   // key m = 0: the sustained choice (gemm.h)
+  std::optional<GemmTuneCache> tune_cache;           // FOLIO_GEMM_TUNE_CACHE, with large_m
+  std::string device_name;                           // the cache's key, with cuBLASLt's version
+  size_t sustained_timings = 0;
   // m up to this goes to skinny_gemm (FOLIO_SKINNY_GEMM_MAX_M; skinny_gemm.h has the figures).
   int skinny_max_m = 1;
   WgmmaRange wgmma;           // m that goes to gemm_wgmma
@@ -132,6 +138,24 @@ struct Gemm::Impl {
       }
       return false;
     }
+    const GemmTuneKey cache_key{device_name, static_cast<int64_t>(cublasLtGetVersion()),
+                                dtype_name(dtype), n, k, accumulate};
+    if (auto hit = tune_cache ? tune_cache->find(cache_key) : std::nullopt) {
+      cublasLtMatmulAlgo_t algo{};
+      static_assert(sizeof algo == sizeof hit->algo);
+      std::memcpy(&algo, hit->algo.data(), sizeof algo);
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoCheck(handle, p.desc, p.a, p.b, p.c, p.c, &algo, &check) ==
+              CUBLAS_STATUS_SUCCESS &&
+          check.workspaceSize <= workspace.bytes()) {
+        p.algo = algo;
+        p.tuned = true;
+        large_algos.insert_or_assign(product, algo);
+        return true;
+      }
+      log_warn("Gemm: " + tune_cache->path() + "'s kernel for " + name +
+               " is refused by this cuBLASLt; timing it again");
+    }
     if (!x || !w) return false;
     auto y = DeviceBuffer::allocate(size_t{2} * m * n);
     if (!y.ok()) {
@@ -141,10 +165,25 @@ struct Gemm::Impl {
     }
     FOLIO_RETURN_IF_ERROR(memset_async(y->data(), 0, y->bytes(), stream));
     const TuneBuffers buf{w, x, y->data(), workspace.data(), nullptr, 0};
-    FOLIO_RETURN_IF_ERROR(pick_algo_sustained(p, handle, workspace.bytes(), buf,
-                                              accumulate ? 1.f : 0.f, stream, name));
+    FOLIO_ASSIGN_OR_RETURN(const TuneResult timed,
+                           pick_algo_sustained(p, handle, workspace.bytes(), buf,
+                                               accumulate ? 1.f : 0.f, stream, name));
     FOLIO_RETURN_IF_ERROR(synchronize(stream));  // before y is freed
+    ++sustained_timings;
     large_algos.insert_or_assign(product, p.algo);
+    if (tune_cache) {
+      GemmTuneEntry e;
+      e.key = cache_key;
+      std::memcpy(e.algo.data(), &p.algo, sizeof p.algo);
+      e.config = algo_config(p.algo);
+      if (!timed.median_us.empty()) {
+        e.us = timed.median_us[static_cast<size_t>(timed.chosen)];
+        e.first_us = timed.median_us[0];
+      }
+      // The plan stands either way; a cache that cannot be written only costs the next process
+      // the timing again.
+      if (Status st = tune_cache->put(e); !st.ok()) log_warn("Gemm: " + st.to_string());
+    }
     return true;
   }
 };
@@ -163,6 +202,13 @@ Result<std::unique_ptr<Gemm>> Gemm::create(size_t workspace_bytes, GemmAutotune 
   FOLIO_ASSIGN_OR_RETURN(impl->workspace, DeviceBuffer::allocate(workspace_bytes));
   if (impl->tune.enabled) {
     FOLIO_ASSIGN_OR_RETURN(impl->tune_scratch, DeviceBuffer::allocate(kTuneScratchBytes));
+  }
+  if (impl->tune.large_m > 0 && !impl->tune.tune_cache.empty()) {
+    FOLIO_ASSIGN_OR_RETURN(impl->tune_cache, GemmTuneCache::load(impl->tune.tune_cache));
+    int device = 0;
+    FOLIO_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    FOLIO_ASSIGN_OR_RETURN(const DeviceInfo info, device_info(device));
+    impl->device_name = info.name;
   }
   impl->wgmma = wgmma_range_from_env();
   if (impl->wgmma.min_m <= impl->wgmma.max_m) {
@@ -244,6 +290,10 @@ Status Gemm::prepare(DType dtype, int m, int n, int k, bool accumulate, void* st
           .status();
   FOLIO_RETURN_IF_ERROR(synchronize(stream));  // before the stand-ins are freed
   return st;
+}
+
+size_t Gemm::sustained_timings() const {
+  return impl_->sustained_timings;
 }
 
 size_t Gemm::cached_plans() const {

@@ -24,8 +24,11 @@
 // first 8 kernels under sustained load (gemm_sustained_tune.h: the power cap) for the first plan
 // of each (dtype, n, k, accumulate) with m >= M, on the caller's x and w and a transient output
 // buffer, and lends the winner to every later m >= M of that product (checked by cuBLASLt per
-// m). On the H200 with M 4096: a 16384-token prefill step 2.1% faster. Off by default because
+// m). On the H200 with M 4096: a 16384-token prefill step 2.7% faster. Off by default because
 // the choice comes from a timing, so runs may differ in rounding (vLLM's default is reproducible).
+// FOLIO_GEMM_TUNE_CACHE=FILE keeps the choices (per GPU name, cuBLASLt version and product) in
+// FILE and reads them back, so only the first process times them and the rest run the same
+// kernels (backend/gemm_tune_cache.h; a malformed FILE fails create()).
 //
 // Memory: everything is allocated by create() (the workspace, plus a 64 MiB timing scratch when
 // autotuning is on), so the executor's profiling forward sees it; plan creation allocates nothing,
@@ -75,6 +78,9 @@ class Gemm {
   Status prepare(DType dtype, int m, int n, int k, bool accumulate, void* stream = nullptr);
 
   size_t cached_plans() const;
+  // Sustained-load timings run (FOLIO_GEMM_TUNE_LARGE_M; not counting choices lent or read from
+  // the tuning cache).
+  size_t sustained_timings() const;
   bool has_plan(DType dtype, int m, int n, int k, bool accumulate) const;
   bool autotune_enabled() const;
   // Of the plans created so far, how many were timed (and how many of those chose an algorithm

@@ -98,6 +98,7 @@ Result<AutotuneOptions> AutotuneOptions::from_env() {
   FOLIO_ASSIGN_OR_RETURN(const int buckets, env_int("FOLIO_GEMM_AUTOTUNE_BUCKETS", 1, 0, 1));
   o.bucketed = buckets == 1;
   FOLIO_ASSIGN_OR_RETURN(o.large_m, env_int("FOLIO_GEMM_TUNE_LARGE_M", 0, 0, 1 << 30));
+  if (const char* c = std::getenv("FOLIO_GEMM_TUNE_CACHE")) o.tune_cache = c;
   return o;
 }
 

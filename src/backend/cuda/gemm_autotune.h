@@ -32,6 +32,9 @@ struct AutotuneOptions {
   // FOLIO_GEMM_TUNE_LARGE_M: from this m the sustained-load timing of gemm_sustained_tune.h
   // chooses the kernel, once per product (gemm.h); 0 (the default) leaves it off.
   int large_m = 0;
+  // FOLIO_GEMM_TUNE_CACHE: a file (backend/gemm_tune_cache.h) where the large-m choices are kept
+  // and read back, so only the first process on a GPU times them; empty: no file.
+  std::string tune_cache;
   // Reads the FOLIO_GEMM_AUTOTUNE* variables; a malformed value is an error, not a silent default.
   static Result<AutotuneOptions> from_env();
 };

@@ -55,16 +55,16 @@ Result<TuneResult> time_candidates_sustained(
   return r;
 }
 
-Status pick_algo_sustained(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes,
+Result<TuneResult> pick_algo_sustained(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes,
                            const TuneBuffers& buf, float beta, cudaStream_t stream,
                            const std::string& name) {
   const LtProblem prob{handle, plan.desc, plan.a, plan.b, plan.c, workspace_bytes};
   FOLIO_ASSIGN_OR_RETURN(auto cands, heuristic_algos(prob, kSustainedCandidates));
   if (cands.empty()) return unimplemented("cuBLASLt has no algorithm for " + name);
   plan.chosen = 0;
+  TuneResult r;
   if (cands.size() > 1) {
-    FOLIO_ASSIGN_OR_RETURN(TuneResult r,
-                           time_candidates_sustained(prob, cands, buf, 1.f, beta, stream));
+    FOLIO_ASSIGN_OR_RETURN(r, time_candidates_sustained(prob, cands, buf, 1.f, beta, stream));
     plan.chosen = r.chosen;
     char line[160];
     std::snprintf(line, sizeof line, "%.1f us (heuristic's first %.1f us), algorithm %d of %zu",
@@ -74,7 +74,7 @@ Status pick_algo_sustained(LtPlan& plan, cublasLtHandle_t handle, size_t workspa
   }
   plan.tuned = true;
   plan.algo = cands[plan.chosen].algo;
-  return Status();
+  return r;
 }
 
 }  // namespace folio::cuda

@@ -36,9 +36,10 @@ Result<TuneResult> time_candidates_sustained(
     const LtProblem& p, const std::vector<cublasLtMatmulHeuristicResult_t>& cands,
     const TuneBuffers& buf, float alpha, float beta, cudaStream_t stream);
 
-// Sets plan.algo (tuned = true, chosen) from the sustained timing on `buf` (alpha 1, `beta`).
-// `name` labels errors and the debug log lines.
-Status pick_algo_sustained(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes,
+// Sets plan.algo (tuned = true, chosen) from the sustained timing on `buf` (alpha 1, `beta`) and
+// returns the timing (median_us empty when cuBLASLt offered one kernel only). `name` labels errors
+// and the log line.
+Result<TuneResult> pick_algo_sustained(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes,
                            const TuneBuffers& buf, float beta, cudaStream_t stream,
                            const std::string& name);
 
