@@ -16,7 +16,8 @@
 //
 // The choice depends on a timing, so two processes may choose differently when candidates are
 // close, and different kernels may round differently: Gemm uses it only when asked
-// (FOLIO_GEMM_TUNE_LARGE_M, gemm.h), as vLLM's default stays reproducible run to run.
+// (FOLIO_GEMM_TUNE_LARGE_M, gemm.h), as vLLM's default stays reproducible run to run;
+// FOLIO_GEMM_TUNE_CACHE keeps the choices in a file so later processes run the same kernels.
 #pragma once
 
 #include <string>
