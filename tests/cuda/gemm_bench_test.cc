@@ -26,7 +26,9 @@ namespace folio::cuda {
 namespace {
 
 using bench::bench_enabled;
-using bench::fill_random;
+using bench::kLlamaLayers;
+using bench::Layer;
+using bench::Operands;
 
 // L2 eviction by reading `flush` (a [n, 8192] bf16 matrix) with a GEMV into `flush_xy`.
 struct Evictor {
@@ -86,32 +88,6 @@ struct Rig {
     return rig->stream ? std::move(rig) : nullptr;
   }
 };
-
-struct Layer {
-  const char* name;
-  int n, k;
-  bool acc;
-};
-
-// One layer's random weights and activations (up to max_m rows) and a zeroed output.
-struct Operands {
-  Result<DeviceBuffer> w, x, y;
-  static Operands random(const Layer& L, int max_m, std::mt19937& rng) {
-    Operands o{DeviceBuffer::allocate(size_t{2} * L.n * L.k),
-               DeviceBuffer::allocate(size_t{2} * max_m * L.k),
-               DeviceBuffer::allocate(size_t{2} * max_m * L.n)};
-    EXPECT_TRUE(o.w.ok() && o.x.ok() && o.y.ok());
-    if (!o.w.ok() || !o.x.ok() || !o.y.ok()) return o;
-    fill_random(o.w->data(), o.w->bytes(), rng);
-    fill_random(o.x->data(), o.x->bytes(), rng);
-    EXPECT_EQ(cudaMemset(o.y->data(), 0, o.y->bytes()), cudaSuccess);
-    return o;
-  }
-};
-constexpr Layer kLlamaLayers[] = {{"qkv", 6144, 4096, false},
-                                  {"o_proj", 4096, 4096, true},
-                                  {"gate_up", 28672, 4096, false},
-                                  {"down", 4096, 14336, true}};
 
 TEST(GemmBench, LlamaDecodeShapesHeuristicVsTuned) {
   FOLIO_REQUIRE_GPU();

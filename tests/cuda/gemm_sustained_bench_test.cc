@@ -22,23 +22,15 @@ namespace folio::cuda {
 namespace {
 
 using bench::bench_enabled;
-using bench::fill_random;
+using bench::kLlamaLayers;
+using bench::Layer;
+using bench::Operands;
 
 int bench_m() {
   const char* e = std::getenv("FOLIO_BENCH_SUSTAINED_M");
   const int m = e ? std::atoi(e) : 0;
   return m > 0 ? m : 16384;
 }
-
-struct Shape {
-  const char* name;
-  int n, k;
-  bool acc;
-};
-constexpr Shape kShapes[] = {{"qkv", 6144, 4096, false},
-                             {"o_proj", 4096, 4096, true},
-                             {"gate_up", 28672, 4096, false},
-                             {"down", 4096, 14336, true}};
 
 TEST(GemmBench, LargeMCandidatesSustained) {
   FOLIO_REQUIRE_GPU();
@@ -51,20 +43,15 @@ TEST(GemmBench, LargeMCandidatesSustained) {
   std::mt19937 rng(5);
   const cudaStream_t s = nullptr;  // the legacy stream, as the engine's forward
   const int m = bench_m();
-  for (const Shape& sh : kShapes) {
-    auto w = DeviceBuffer::allocate(size_t{2} * sh.n * sh.k);
-    auto x = DeviceBuffer::allocate(size_t{2} * m * sh.k);
-    auto y = DeviceBuffer::allocate(size_t{2} * m * sh.n);
-    ASSERT_TRUE(w.ok() && x.ok() && y.ok());
-    fill_random(w->data(), w->bytes(), rng);
-    fill_random(x->data(), x->bytes(), rng);
-    ASSERT_EQ(cudaMemset(y->data(), 0, y->bytes()), cudaSuccess);
+  for (const Layer& sh : kLlamaLayers) {
+    Operands ops = Operands::random(sh, m, rng);
+    ASSERT_TRUE(ops.ok());
     LtPlan plan;
     ASSERT_TRUE(plan.describe_nt(CUDA_R_16BF, CUDA_R_16BF, m, sh.n, sh.k).ok());
     const LtProblem prob{handle, plan.desc, plan.a, plan.b, plan.c, kWorkspace};
     auto cands = heuristic_algos(prob, kSustainedCandidates);
     ASSERT_TRUE(cands.ok() && !cands->empty());
-    const TuneBuffers buf{w->data(), x->data(), y->data(), ws->data(), nullptr, 0};
+    const TuneBuffers buf{ops.w->data(), ops.x->data(), ops.y->data(), ws->data(), nullptr, 0};
     auto r = time_candidates_sustained(prob, *cands, buf, 1.f, sh.acc ? 1.f : 0.f, s);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     const double flop = 2.0 * m * sh.n * sh.k;
