@@ -9,11 +9,12 @@
 
 namespace folio {
 
-Status EngineCore::step_beams(std::span<const float> logits, StepResult& result,
-                              std::vector<BeamFork>& forks, std::vector<GroupId>& done) {
+Status EngineCore::step_beams(std::span<const float> logits, const std::vector<GroupId>& groups,
+                              StepResult& result, std::vector<BeamFork>& forks,
+                              std::vector<GroupId>& done) {
   const size_t vocab = static_cast<size_t>(model_.vocab_size);
-  for (auto& [gid, rp] : requests_) {
-    RequestState& r = *rp;
+  for (GroupId gid : groups) {
+    RequestState& r = *requests_.at(gid);
     if (!r.beam || r.beam_rows.empty()) continue;
     if (r.beam_rows.size() != r.beam_seqs.size())
       return internal_error("beam search: only some beams of request " + r.id + " were scheduled");

@@ -79,6 +79,9 @@ Status EngineCore::step() {
   std::vector<GroupId> touched;
   std::vector<ParallelSampler::Job> jobs;
   std::vector<PendingSample> pending;
+  touched.reserve(so.seqs.size());
+  jobs.reserve(so.seqs.size());
+  pending.reserve(so.seqs.size());
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const ScheduledSeq& e = so.seqs[i];
     RequestState& r = *requests_.at(e.group_id);
@@ -123,6 +126,7 @@ Status EngineCore::step() {
 
   const size_t vocab = static_cast<size_t>(model_.vocab_size);
   auto host_row = [&](int row) { return logits_.data() + host_index[row] * vocab; };
+  std::vector<GroupId> beam_groups;  // beam requests with rows this step
   for (size_t i = 0; i < so.seqs.size(); ++i) {
     const ScheduledSeq& e = so.seqs[i];
     RequestState& r = *requests_.at(e.group_id);
@@ -132,6 +136,7 @@ Status EngineCore::step() {
     const int row = rows.sample_row(i);
     if (row >= 0 && r.beam) {
       if (r.beam_seqs.empty()) r.beam_seqs.push_back(e.seq_id);  // the prompt's sequence
+      beam_groups.push_back(e.group_id);
       r.beam_rows[e.seq_id] = host_index[row];
     }
   }
@@ -149,7 +154,9 @@ Status EngineCore::step() {
   apply_samples(pending, drawn, result);
   std::vector<BeamFork> forks;
   std::vector<GroupId> beams_done;
-  FOLIO_RETURN_IF_ERROR(step_beams(logits_, result, forks, beams_done));
+  std::sort(beam_groups.begin(), beam_groups.end());
+  beam_groups.erase(std::unique(beam_groups.begin(), beam_groups.end()), beam_groups.end());
+  FOLIO_RETURN_IF_ERROR(step_beams(logits_, beam_groups, result, forks, beams_done));
   UpdateResult upd = scheduler_->update_from_output(result);
   apply_beam_forks(forks);
   for (GroupId g : beams_done) {  // the search ended before the scheduler saw a length limit
@@ -198,8 +205,8 @@ void EngineCore::plan_samples(const ScheduledSeq& e, int logits_row,
     job.row.prompt_token_ids = r.prompt;
     // Siblings are created at the end of the prompt, when no sequence has output yet.
     job.row.output_token_ids = out.token_ids();
-    job.row.rng = r.params.seed ? RngStream::seeded(*r.params.seed, j)
-                                : RngStream::unseeded(config_.seed, r.id, j);
+    job.row.rng = r.rng;
+    job.row.rng.seq_index = j;
     jobs.push_back(job);
     pending.push_back({&r, seq, &out});
   }

@@ -11,6 +11,7 @@
 
 #include "engine/engine_core.h"
 #include "sample/beam_search.h"
+#include "sample/rng_stream.h"
 
 namespace folio {
 
@@ -29,6 +30,10 @@ struct EngineCore::RequestState {
   int num_cached_prompt_tokens = -1;  // known at the first schedule
   int num_generated = 0;
   std::chrono::steady_clock::time_point arrival;
+  // Sequence 0's random stream (seeded, or keyed by the engine seed and the request id); sequence
+  // j's is the same with seq_index j. Derived once: hashing the id every step showed in the host
+  // loop.
+  RngStream rng;
   std::optional<double> queue_time_s;
   // Beam search: the search state and, in its live-beam order, the sequence of each beam.
   std::optional<BeamSearch> beam;

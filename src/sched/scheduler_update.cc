@@ -27,6 +27,7 @@ void Scheduler::retire_if_done(SequenceGroup* g, UpdateResult& result) {
 UpdateResult Scheduler::update_from_output(const StepResult& step) {
   UpdateResult result;
   std::vector<GroupId> touched;
+  touched.reserve(last_.size() + step.finished.size() + step.sampled.size());
   auto find = [this](SeqId id, SequenceGroup** g) -> Sequence* {
     auto it = seq_group_.find(id);
     if (it == seq_group_.end()) return nullptr;
@@ -56,11 +57,16 @@ UpdateResult Scheduler::update_from_output(const StepResult& step) {
       }
     }
   }
-  // 3. Sampled tokens, with the length limits the scheduler owns.
+  // 3. Sampled tokens, with the length limits the scheduler owns. Their groups are checked for
+  // retirement after the engine's stops (4), in this order.
+  std::vector<GroupId> sampled_groups;
+  sampled_groups.reserve(step.sampled.size());
   for (const SampledToken& t : step.sampled) {
     SequenceGroup* g = nullptr;
     Sequence* s = find(t.seq_id, &g);
-    if (!s || s->finished()) continue;
+    if (!s) continue;
+    sampled_groups.push_back(g->id);
+    if (s->finished()) continue;
     s->tokens.push_back(t.token);
     if (s->num_output_tokens() >= g->params.max_tokens || s->num_tokens() >= seq_capacity()) {
       finish_seq(g, s, SeqStatus::kFinishedLength);
@@ -75,10 +81,7 @@ UpdateResult Scheduler::update_from_output(const StepResult& step) {
     finish_seq(g, s, f.status);
     touched.push_back(g->id);
   }
-  for (const SampledToken& t : step.sampled) {
-    SequenceGroup* g = nullptr;
-    if (find(t.seq_id, &g)) touched.push_back(g->id);
-  }
+  touched.insert(touched.end(), sampled_groups.begin(), sampled_groups.end());
   for (GroupId id : touched)
     if (auto it = groups_.find(id); it != groups_.end()) retire_if_done(it->second.get(), result);
   last_.clear();
