@@ -100,3 +100,25 @@ carry_ab_unpack() {
     return 1
   fi
 }
+
+# The GPU's clock and power beside a benchmark (nvidia-smi every 200 ms): `power_start NAME` before
+# it, `power_stop` after; prints one line (samples over 200 W, mean SM clock and power, how many
+# were power-capped: throttle reason bit 2, "SW power cap") and keeps $out/smi-NAME.csv. Session 35
+# found the H200 at its 700 W cap through long prefills and B2's decode (NOTES.md).
+power_start() {
+  POWER_NAME=$1
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active \
+    --format=csv,noheader,nounits -lms 200 >"$out/smi-$1.csv" 2>/dev/null &
+  POWER_PID=$!
+}
+power_stop() {
+  kill "$POWER_PID" 2>/dev/null
+  wait "$POWER_PID" 2>/dev/null
+  power_summary "$POWER_NAME" "$out/smi-$POWER_NAME.csv"
+}
+# power_summary NAME CSV: the line power_stop prints, from a CSV of those four columns.
+power_summary() {
+  awk -F', ' -v name="$1" '$3 > 200 { n++; c += $2; p += $3; if ($4 ~ /[4567cdefCDEF]$/) cap++ }
+    END { if (n) printf "  power %s: %d samples over 200 W, SM clock mean %.0f MHz, %.0f W, power-capped in %d\n", name, n, c / n, p / n, cap
+          else printf "  power %s: no sample over 200 W\n", name }' "$2"
+}

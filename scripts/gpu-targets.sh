@@ -16,7 +16,8 @@
 #   device: run, carry ["build-cudaexec/carry"], command: scripts/gpu-targets.sh
 # On an H100 it takes about 6 minutes (B2_SWAP=1 adds B2 with swap preemption, ~2.5 more);
 # B2_PROMPTS=256 (one wave) shortens B2 for a smoke run. $OUT gets kbench.log, b3.json, b1.json,
-# b1_token.json, b2.json (b2_swap.json) and targets.log (this output).
+# b1_token.json, b2.json (b2_swap.json), smi-b3/b1/b1_token/b2.csv (the clock and power beside each,
+# summarised in a "power" line) and targets.log (this output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu-carry.sh
@@ -47,16 +48,20 @@ EOF
 }
 
 echo "== B3"
+power_start b3
 timeout 150 "$CARRY/folio" bench latency "${m[@]}" --batch-size 1 --input-len 128 --output-len 256 \
   --num-iters-warmup 1 --num-iters 3 --output-json "$out/b3.json" >/dev/null 2>&1
+power_stop
 show "$out/b3.json" commit median_tpot_ms floor_tpot_ms floor_ratio bandwidth_gbps
 
 b1=(--workload bench/workloads/sharegpt_like_1000.jsonl --max-num-seqs 1024 --max-num-batched-tokens 16384)
 for mode in paged token; do
   name=b1$([[ $mode == token ]] && echo _token)
   echo "== B1 ($mode)"
+  power_start "$name"
   timeout 240 "$CARRY/folio" bench throughput "${m[@]}" "${b1[@]}" \
     $([[ $mode == token ]] && echo --kv-cache-mode token) --output-json "$out/$name.json" >/dev/null 2>&1
+  power_stop
   show "$out/$name.json" requests_per_second output_tokens_per_second kv_slot_utilization \
     peak_running_sequences num_preemptions host_loop.host_share_of_execute
 done
@@ -71,7 +76,9 @@ b2() {
     >/dev/null 2>&1
 }
 echo "== B2 (${B2_PROMPTS:-1000} prompts)"
+power_start b2
 b2 b2
+power_stop
 show "$out/b2.json" output_tokens_per_second elapsed_seconds num_preemptions kv_num_blocks \
   host_loop.host_share_of_execute host_loop.mean_step_ms
 # B2_SWAP=1: B2 again with swap preemption (where the pool holds fewer than 256 x 2048 tokens, an
