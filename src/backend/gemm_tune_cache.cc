@@ -1,5 +1,8 @@
 #include "backend/gemm_tune_cache.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,8 +70,8 @@ Result<GemmTuneCache> GemmTuneCache::load(const std::string& path) {
   try {
     const auto j = nlohmann::json::parse(ss.str());
     if (j.at("version").get<int>() != kVersion)
-      return invalid_argument("GEMM tuning cache " + path + ": version " +
-                              j.at("version").dump() + ", expected " + std::to_string(kVersion));
+      return invalid_argument("GEMM tuning cache " + path + ": version " + j.at("version").dump() +
+                              ", expected " + std::to_string(kVersion));
     for (const auto& ej : j.at("entries")) {
       auto e = parse_entry(ej);
       if (!e.ok())
@@ -113,7 +116,11 @@ Status GemmTuneCache::save() const {
                        {"us", e.us},
                        {"first_us", e.first_us}});
   const nlohmann::json j = {{"version", kVersion}, {"entries", entries}};
-  const std::string tmp = path_ + ".tmp";
+  // A temporary name of this writer's own: tensor-parallel ranks are threads of one process, each
+  // with its own cache object, and may save at the same moment.
+  static std::atomic<uint64_t> next_writer{0};
+  const std::string tmp =
+      path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(next_writer.fetch_add(1));
   {
     std::ofstream out(tmp);
     if (!out) return invalid_argument("GEMM tuning cache: cannot write " + tmp);
@@ -122,8 +129,10 @@ Status GemmTuneCache::save() const {
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path_, ec);
-  if (ec) return data_loss("GEMM tuning cache: cannot rename " + tmp + " to " + path_ + ": " +
-                           ec.message());
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return data_loss("GEMM tuning cache: cannot rename " + tmp + " to " + path_);
+  }
   return Status();
 }
 

@@ -9,8 +9,8 @@
 //   "config": "algo 66 tile 201 ...", "us": 1131.5, "first_us": 1186.8}, ...]}
 // An entry is found by (device, library, dtype, n, k, accumulate); "config", "us" and
 // "first_us" are for the reader. A missing file is an empty cache; an unreadable or malformed one
-// is an error naming the file (never silently retuned over). save() writes a temporary file and
-// renames it over the old one, so a reader never sees half a file. Several processes writing one
+// is an error naming the file (never silently retuned over). save() writes a temporary file of its
+// own and renames it over the old one, so a reader never sees half a file. Several processes writing one
 // file (tensor-parallel ranks) each write what they loaded plus their own entries: the last write
 // wins, and an entry lost that way is only timed again by the next run. An entry is timed at the
 // first m of its product that a process met (the profiling forward's, usually) and serves every m.

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 namespace folio {
 namespace {
@@ -52,7 +55,35 @@ TEST(GemmTuneCache, MissingFileIsEmptyAndPutWritesWhatLoadReadsBack) {
   EXPECT_FALSE(back->find(other));
   other = entry(6144, true, 0).key;
   EXPECT_FALSE(back->find(other));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  for (const auto& f :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    EXPECT_EQ(f.path().string().rfind(path + ".tmp", 0), std::string::npos) << f.path();
+  std::filesystem::remove(path);
+}
+
+// Tensor-parallel ranks are threads that each hold a cache of the same file and may save at
+// once: every write must leave a whole file that loads.
+TEST(GemmTuneCache, ConcurrentWritersLeaveAWholeFile) {
+  const std::string path = temp_path("tune-race");
+  std::filesystem::remove(path);
+  std::vector<std::thread> writers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t)
+    writers.emplace_back([&, t] {
+      auto c = GemmTuneCache::load(path);
+      if (!c.ok()) {
+        ++failures;
+        return;
+      }
+      for (int i = 0; i < 50; ++i)
+        if (!c->put(entry(1000 * t + i, false, static_cast<uint64_t>(i))).ok()) ++failures;
+    });
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto back = GemmTuneCache::load(path);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  // The last writer's 50 entries (plus whatever it had loaded) survive whole.
+  EXPECT_GE(back->entries().size(), 50u);
   std::filesystem::remove(path);
 }
 
