@@ -128,15 +128,10 @@ struct Gemm::Impl {
                           bool accumulate, cudaStream_t stream, const std::string& name) {
     const Key product{static_cast<int>(dtype), 0, n, k, accumulate};
     if (const auto lent = large_algos.find(product); lent != large_algos.end()) {
-      cublasLtMatmulHeuristicResult_t check{};
-      if (cublasLtMatmulAlgoCheck(handle, p.desc, p.a, p.b, p.c, p.c, &lent->second, &check) ==
-              CUBLAS_STATUS_SUCCESS &&
-          check.workspaceSize <= workspace.bytes()) {
-        p.algo = lent->second;
-        p.tuned = p.reused = true;
-        return true;
-      }
-      return false;
+      if (!algo_fits(p, handle, lent->second, workspace.bytes())) return false;
+      p.algo = lent->second;
+      p.tuned = p.reused = true;
+      return true;
     }
     const GemmTuneKey cache_key{device_name, static_cast<int64_t>(cublasLtGetVersion()),
                                 dtype_name(dtype), n, k, accumulate};
@@ -144,10 +139,7 @@ struct Gemm::Impl {
       cublasLtMatmulAlgo_t algo{};
       static_assert(sizeof algo == sizeof hit->algo);
       std::memcpy(&algo, hit->algo.data(), sizeof algo);
-      cublasLtMatmulHeuristicResult_t check{};
-      if (cublasLtMatmulAlgoCheck(handle, p.desc, p.a, p.b, p.c, p.c, &algo, &check) ==
-              CUBLAS_STATUS_SUCCESS &&
-          check.workspaceSize <= workspace.bytes()) {
+      if (algo_fits(p, handle, algo, workspace.bytes())) {
         p.algo = algo;
         p.tuned = true;
         large_algos.insert_or_assign(product, algo);

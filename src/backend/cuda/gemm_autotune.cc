@@ -177,12 +177,27 @@ Result<TuneResult> time_candidates(const LtProblem& p,
   }
   // A kernel fault during timing would be sticky and reported here rather than later.
   FOLIO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return choose_fastest(std::move(r.median_us), "time_candidates");
+}
+
+Result<TuneResult> choose_fastest(std::vector<float> median_us, const char* what) {
+  TuneResult r;
+  r.median_us = std::move(median_us);
   const auto best = std::min_element(r.median_us.begin(), r.median_us.end());
-  if (!std::isfinite(*best)) return internal_error("time_candidates: no candidate algorithm ran");
+  if (best == r.median_us.end() || !std::isfinite(*best))
+    return internal_error(std::string(what) + ": no candidate algorithm ran");
   r.chosen = static_cast<int>(best - r.median_us.begin());
   // Keep the heuristic's choice (index 0) unless the winner is clearly faster.
   if (std::isfinite(r.median_us[0]) && *best > (1.f - kMinGain) * r.median_us[0]) r.chosen = 0;
   return r;
+}
+
+bool algo_fits(const LtPlan& plan, cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo,
+               size_t workspace_bytes) {
+  cublasLtMatmulHeuristicResult_t check{};
+  return cublasLtMatmulAlgoCheck(handle, plan.desc, plan.a, plan.b, plan.c, plan.c, &algo,
+                                 &check) == CUBLAS_STATUS_SUCCESS &&
+         check.workspaceSize <= workspace_bytes;
 }
 
 int tune_bucket(int m) {
@@ -198,16 +213,11 @@ int tune_bucket(int m) {
 Status pick_algo(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes, int max_candidates,
                  const TuneBuffers* buf, const cublasLtMatmulAlgo_t* reuse, float beta,
                  cudaStream_t stream, const std::string& name) {
-  if (buf && reuse) {
-    cublasLtMatmulHeuristicResult_t check{};
-    const cublasStatus_t st =
-        cublasLtMatmulAlgoCheck(handle, plan.desc, plan.a, plan.b, plan.c, plan.c, reuse, &check);
-    if (st == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= workspace_bytes) {
-      plan.algo = *reuse;
-      plan.tuned = plan.reused = true;
-      return Status();
-    }  // else time this m itself
-  }
+  if (buf && reuse && algo_fits(plan, handle, *reuse, workspace_bytes)) {
+    plan.algo = *reuse;
+    plan.tuned = plan.reused = true;
+    return Status();
+  }  // else time this m itself
   const LtProblem prob{handle, plan.desc, plan.a, plan.b, plan.c, workspace_bytes};
   FOLIO_ASSIGN_OR_RETURN(auto cands, heuristic_algos(prob, buf ? max_candidates : 1));
   if (cands.empty()) return unimplemented("cuBLASLt has no algorithm for " + name);

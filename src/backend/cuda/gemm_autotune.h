@@ -42,6 +42,8 @@ struct AutotuneOptions {
 inline constexpr int kTimedRuns = 5;
 inline constexpr float kMinGain = 0.02f;  // 2%
 
+struct LtPlan;
+
 // One in-place matmul D = alpha·op(A)·op(B) + beta·C with D == C, as Gemm/LogitsGemm issue it.
 struct LtProblem {
   cublasLtHandle_t handle = nullptr;
@@ -69,6 +71,16 @@ struct TuneResult {
   int chosen = 0;                // index into the candidates
   std::vector<float> median_us;  // per candidate; +inf where the candidate failed to run
 };
+
+// The choice from per-candidate medians (+inf: did not run): the fastest, but the heuristic's
+// first (index 0) unless the fastest beats it by more than kMinGain. `what` names the error when
+// no candidate ran.
+Result<TuneResult> choose_fastest(std::vector<float> median_us, const char* what);
+
+// True when cuBLASLt accepts `algo` for the plan's shape within `workspace_bytes`
+// (cublasLtMatmulAlgoCheck): an algorithm chosen for another m, or read back from a file.
+bool algo_fits(const LtPlan& plan, cublasLtHandle_t handle, const cublasLtMatmulAlgo_t& algo,
+               size_t workspace_bytes);
 
 // Times every candidate on `stream` (synchronizes it) and picks the fastest (see the header
 // comment). A candidate cuBLASLt refuses to run is skipped; an error only when none runs.

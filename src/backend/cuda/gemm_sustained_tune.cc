@@ -1,7 +1,6 @@
 #include "backend/cuda/gemm_sustained_tune.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -40,24 +39,18 @@ Result<TuneResult> time_candidates_sustained(
     }
   }
   FOLIO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // a fault surfaces here
-  TuneResult r;
-  r.median_us.assign(nc, std::numeric_limits<float>::infinity());
+  std::vector<float> median_us(nc, std::numeric_limits<float>::infinity());
   for (size_t c = 0; c < nc; ++c) {
     if (refused[c] || ms[c].empty()) continue;
     std::nth_element(ms[c].begin(), ms[c].begin() + ms[c].size() / 2, ms[c].end());
-    r.median_us[c] = 1000.f * ms[c][ms[c].size() / 2];
+    median_us[c] = 1000.f * ms[c][ms[c].size() / 2];
   }
-  const auto best = std::min_element(r.median_us.begin(), r.median_us.end());
-  if (!std::isfinite(*best))
-    return internal_error("time_candidates_sustained: no candidate algorithm ran");
-  r.chosen = static_cast<int>(best - r.median_us.begin());
-  if (std::isfinite(r.median_us[0]) && *best > (1.f - kMinGain) * r.median_us[0]) r.chosen = 0;
-  return r;
+  return choose_fastest(std::move(median_us), "time_candidates_sustained");
 }
 
-Result<TuneResult> pick_algo_sustained(LtPlan& plan, cublasLtHandle_t handle, size_t workspace_bytes,
-                           const TuneBuffers& buf, float beta, cudaStream_t stream,
-                           const std::string& name) {
+Result<TuneResult> pick_algo_sustained(LtPlan& plan, cublasLtHandle_t handle,
+                                       size_t workspace_bytes, const TuneBuffers& buf, float beta,
+                                       cudaStream_t stream, const std::string& name) {
   const LtProblem prob{handle, plan.desc, plan.a, plan.b, plan.c, workspace_bytes};
   FOLIO_ASSIGN_OR_RETURN(auto cands, heuristic_algos(prob, kSustainedCandidates));
   if (cands.empty()) return unimplemented("cuBLASLt has no algorithm for " + name);
