@@ -97,8 +97,7 @@ Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) 
   r->sink = std::move(sink);
   r->final_only = final_only;
   r->arrival = req.arrival_time;
-  r->rng = req.params.seed ? RngStream::seeded(*req.params.seed, 0)
-                           : RngStream::unseeded(config_.seed, r->id, 0);
+  r->rng = make_rng_stream(req.params, config_.seed, r->id, 0);
   r->plp_next = req.params.prompt_logprobs ? 0 : len;
   Request sr;
   sr.id = r->gid;
