@@ -58,6 +58,22 @@ class Executor {
     return unimplemented(device_name() + " does not sample on the device");
   }
 
+  // Asynchronous steps (optional; what the engine's async scheduling runs on). launch_sampled()
+  // queues a step like execute_sampled() with no host rows (sampling.host_rows empty) and
+  // returns before the device has run it; collect_samples() waits for the oldest launched step
+  // not yet collected and returns its samples. At most two steps are launched and not collected.
+  // A launched step's token ids may be placeholders: id -(1 + j) stands for the token of sample
+  // j (sampling.rows[j]) of the step launched just before it, resolved on the device. Block
+  // copies and swaps issued between launches run after the steps launched before them.
+  virtual bool launches_async() const { return false; }
+  virtual Status launch_sampled(const ForwardBatch& /*batch*/,
+                                const DeviceSamplingBatch& /*sampling*/) {
+    return unimplemented(device_name() + " does not launch steps asynchronously");
+  }
+  virtual Status collect_samples(std::vector<DeviceSample>& /*samples*/) {
+    return unimplemented(device_name() + " does not launch steps asynchronously");
+  }
+
   // Copies whole blocks within the device cache (copy-on-write), all layers, in one operation.
   virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
   // Device block src -> host swap block dst.

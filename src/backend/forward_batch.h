@@ -12,6 +12,7 @@
 // positions [i*block_size, (i+1)*block_size).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -44,6 +45,25 @@ struct ForwardBatch {
     slot_mapping.clear();
   }
 };
+
+// Asynchronous steps (Executor::launch_sampled): token id -(1 + j) in a launched step stands for
+// the token of sample j of the step launched before it.
+inline int32_t placeholder_token(int sample) { return -1 - sample; }
+inline int placeholder_sample(int32_t token_id) { return -1 - token_id; }
+
+// The reference of the device's resolution: every placeholder in `token_ids` replaced by its
+// sample's token from `previous` (the step before's sampled tokens, in row order). False if a
+// placeholder names no sample of `previous`.
+inline bool resolve_placeholders(std::vector<int32_t>& token_ids,
+                                 const std::vector<int32_t>& previous) {
+  for (int32_t& id : token_ids) {
+    if (id >= 0) continue;
+    const int j = placeholder_sample(id);
+    if (j >= static_cast<int>(previous.size())) return false;
+    id = previous[static_cast<size_t>(j)];
+  }
+  return true;
+}
 
 // One (src, dst) pair of block ids: a copy-on-write copy within the device cache, or a swap
 // between the device cache and the host swap pool.

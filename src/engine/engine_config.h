@@ -34,6 +34,10 @@ struct EngineConfig {
   // Sample on the device when the backend can (the CUDA executor): logits stay on the GPU. Off:
   // every logits row comes to the host and the host Sampler draws (same contract, for checks).
   bool device_sampling = true;
+  // vLLM's --async-scheduling: where the backend launches steps asynchronously (the CUDA
+  // executor on one GPU), the next step is scheduled and its inputs built while the device runs
+  // the current one (EngineCore::step). Off: every step waits for its tokens first.
+  bool async_scheduling = true;
   // vLLM's --enforce-eager: run every step op by op (no CUDA graphs for decode steps).
   bool enforce_eager = false;
   SchedulerConfig sched;

@@ -54,7 +54,9 @@ EngineCore::EngineCore(const EngineConfig& config, const ModelConfig& model,
       kv_(std::move(kv)),
       scheduler_(std::make_unique<Scheduler>(config.sched, *kv_)),
       sampler_(SamplerConfig{model.vocab_size, model.generation.eos_token_ids}),
-      penalty_ws_(model.vocab_size) {}
+      penalty_ws_(model.vocab_size),
+      async_enabled_(config.async_scheduling && config.device_sampling &&
+                     executor_->samples_on_device() && executor_->launches_async()) {}
 
 EngineCore::~EngineCore() = default;
 
@@ -99,6 +101,7 @@ Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) 
   r->arrival = req.arrival_time;
   r->rng = make_rng_stream(req.params, config_.seed, r->id, 0);
   r->plp_next = req.params.prompt_logprobs ? 0 : len;
+  r->async_safe = async_safe(req.params);
   Request sr;
   sr.id = r->gid;
   sr.prompt = req.prompt_token_ids;
@@ -118,6 +121,7 @@ Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) 
   FOLIO_RETURN_IF_ERROR(scheduler_->add_request(std::move(sr)));
   counters_.num_requests++;
   counters_.prompt_tokens += len;
+  if (!r->async_safe) ++num_sync_only_;
   by_id_[r->id] = r->gid;
   requests_[r->gid] = std::move(r);
   return Status();
@@ -150,6 +154,7 @@ void EngineCore::finish_request(GroupId gid) {
   auto it = requests_.find(gid);
   if (it == requests_.end()) return;
   for (const auto& [seq, idx] : it->second->seq_index) seq_owner_.erase(seq);
+  if (!it->second->async_safe) --num_sync_only_;
   by_id_.erase(it->second->id);
   requests_.erase(it);
 }

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,6 +42,9 @@ struct EngineCounters {
   // it, after the executor, is output processing).
   double schedule_seconds = 0.0;
   double prepare_seconds = 0.0;
+  // Steps launched asynchronously (async scheduling): their host loop ran while the device
+  // still ran the step before, and execute_seconds holds the launch and the wait for results.
+  int64_t async_steps = 0;
 };
 
 class EngineCore {
@@ -63,6 +67,10 @@ class EngineCore {
   // Ends a live request with finish_reason "abort", freeing its KV blocks now.
   void abort(const std::string& request_id);
   // Runs one iteration. A non-ok status means the executor failed (fatal for the engine).
+  // With async scheduling (EngineConfig::async_scheduling, a backend that launches steps
+  // asynchronously, and every live request async-safe), a step launches the next batch before
+  // the previous one's tokens are back, then processes those tokens: outputs trail the device
+  // by one step, and a step with nothing new to run finishes the one in flight.
   Status step();
   bool has_unfinished() const { return !requests_.empty(); }
   bool is_live(const std::string& request_id) const { return by_id_.count(request_id) > 0; }
@@ -84,6 +92,15 @@ class EngineCore {
              std::unique_ptr<KvCacheManager> kv);
 
   void apply_defaults(SamplingParams& p) const;
+  // The two kinds of step (engine_step.cc, engine_async_step.cc) and their shared parts.
+  Status step_sync();
+  Status step_async();
+  // Collects and processes the step launched by step_async() and not yet collected, if any;
+  // `in_step`: called inside a timed step (else the wait is added to the step time here).
+  Status finish_launched(bool in_step = false);
+  void report_failed(const SchedulerOutput& so);
+  void issue_block_copies(const SchedulerOutput& so);  // swaps and copy-on-write, in order
+  void note_first_schedule(const SchedulerOutput& so);
   // A sequence whose token is being drawn this step, and where the result goes.
   struct PendingSample {
     RequestState* request;
@@ -114,6 +131,9 @@ class EngineCore {
   void apply_beam_forks(const std::vector<BeamFork>& forks);
   void beam_final_output(RequestState& r, RequestOutput& out) const;
   void finish_request(GroupId gid);
+  // Ends the groups the scheduler finished (length limits, or every sequence stopped), after
+  // the step's tokens were added: marks the rest "length", emits, forgets the request.
+  void end_finished(const UpdateResult& upd);
   RequestState* find_by_seq(SeqId seq);
 
   EngineConfig config_;
@@ -135,6 +155,22 @@ class EngineCore {
   DeviceSamplingBatch device_batch_;
   std::vector<DeviceSample> device_samples_;
   PenaltyWorkspace penalty_ws_;  // builds the device rows' penalty ops
+
+  // Async scheduling: on when the config asks and the executor can; live requests that are not
+  // async-safe (request_state.h) make steps synchronous while they live.
+  bool async_enabled_ = false;
+  int num_sync_only_ = 0;
+  // The step launched and not yet collected: per device sample row, whose token it is.
+  struct LaunchedSample {
+    GroupId group;
+    SeqId seq;
+    int output;  // index into RequestState::outputs
+  };
+  struct LaunchedStep {
+    std::vector<LaunchedSample> samples;
+    UpdateResult advanced;  // what the scheduler finished at advance (length limits)
+  };
+  std::optional<LaunchedStep> launched_;
 };
 
 // Creates the KV manager the config asks for, sized to `num_blocks` device blocks (slots in

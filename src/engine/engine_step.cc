@@ -7,6 +7,7 @@
 #include "engine/device_sampling_plan.h"
 #include "engine/engine_core.h"
 #include "engine/request_state.h"
+#include "engine/step_timer.h"
 
 namespace folio {
 
@@ -26,8 +27,22 @@ PositionLogprobs to_position(const TokenLogprobs& lp) {
 }  // namespace
 
 Status EngineCore::step() {
-  const auto scheduled_from = std::chrono::steady_clock::now();
-  SchedulerOutput so = scheduler_->schedule();
+  if (async_enabled_ && num_sync_only_ == 0) {
+    FOLIO_RETURN_IF_ERROR(step_async());
+    // The last requests ended: collect the step still in flight (its tokens are all dropped).
+    return requests_.empty() ? finish_launched() : Status();
+  }
+  FOLIO_RETURN_IF_ERROR(finish_launched());  // a request that needs synchronous steps arrived
+  return step_sync();
+}
+
+void EngineCore::issue_block_copies(const SchedulerOutput& so) {
+  executor_->swap_out(to_block_copies(so.swap_out));
+  executor_->swap_in(to_block_copies(so.swap_in));
+  executor_->copy_blocks(to_block_copies(so.copies));
+}
+
+void EngineCore::report_failed(const SchedulerOutput& so) {
   for (const FailedGroup& f : so.failed) {
     auto it = requests_.find(f.group_id);
     if (it == requests_.end()) continue;
@@ -38,33 +53,48 @@ Status EngineCore::step() {
     it->second->sink(std::move(out));
     finish_request(f.group_id);
   }
-  if (so.empty()) return Status();
-  // Times this step from before schedule() (the host loop includes scheduling); steps with no
-  // work return above, so an idle engine's empty steps are not counted.
-  struct StepTimer {
-    EngineCounters& c;
-    std::chrono::steady_clock::time_point t0;
-    ~StepTimer() {
-      c.model_steps++;
-      c.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-  } step_timer{counters_, scheduled_from};
-  const auto scheduled_at = std::chrono::steady_clock::now();
-  counters_.schedule_seconds += std::chrono::duration<double>(scheduled_at - scheduled_from).count();
+}
 
-  executor_->swap_out(to_block_copies(so.swap_out));
-  executor_->swap_in(to_block_copies(so.swap_in));
-  executor_->copy_blocks(to_block_copies(so.copies));
-
+void EngineCore::note_first_schedule(const SchedulerOutput& so) {
   const auto now = std::chrono::steady_clock::now();
-  std::vector<bool> all_rows(so.seqs.size(), false);
-  for (size_t i = 0; i < so.seqs.size(); ++i) {
-    const ScheduledSeq& e = so.seqs[i];
+  for (const ScheduledSeq& e : so.seqs) {
     RequestState& r = *requests_.at(e.group_id);
     if (r.num_cached_prompt_tokens < 0) {  // first schedule: what the prefix cache served
       r.num_cached_prompt_tokens = e.start_pos;
       r.queue_time_s = std::chrono::duration<double>(now - r.arrival).count();
     }
+  }
+}
+
+void EngineCore::end_finished(const UpdateResult& upd) {
+  for (SeqId s : upd.finished_by_length)
+    if (RequestState* r = find_by_seq(s)) r->outputs[r->seq_index.at(s)]->finish("length");
+  for (GroupId g : upd.finished_groups) {
+    auto it = requests_.find(g);
+    if (it == requests_.end()) continue;
+    for (auto& o : it->second->outputs) o->finish("length");  // no-op for finished ones
+    emit(*it->second, true);
+    finish_request(g);
+  }
+}
+
+Status EngineCore::step_sync() {
+  const auto scheduled_from = std::chrono::steady_clock::now();
+  SchedulerOutput so = scheduler_->schedule();
+  report_failed(so);
+  if (so.empty()) return Status();
+  // Times this step from before schedule() (the host loop includes scheduling); steps with no
+  // work return above, so an idle engine's empty steps are not counted.
+  StepTimer step_timer{counters_, scheduled_from};
+  const auto scheduled_at = std::chrono::steady_clock::now();
+  counters_.schedule_seconds += std::chrono::duration<double>(scheduled_at - scheduled_from).count();
+  issue_block_copies(so);
+
+  note_first_schedule(so);
+  std::vector<bool> all_rows(so.seqs.size(), false);
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const ScheduledSeq& e = so.seqs[i];
+    const RequestState& r = *requests_.at(e.group_id);
     all_rows[i] = e.start_pos == r.plp_next && r.plp_next < static_cast<int>(r.prompt.size());
   }
   BatchRows rows;
@@ -166,17 +196,9 @@ Status EngineCore::step() {
     emit(*it->second, true);
     finish_request(g);
   }
-  for (SeqId s : upd.finished_by_length)
-    if (RequestState* r = find_by_seq(s)) r->outputs[r->seq_index.at(s)]->finish("length");
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  for (GroupId g : upd.finished_groups) {
-    auto it = requests_.find(g);
-    if (it == requests_.end()) continue;
-    for (auto& o : it->second->outputs) o->finish("length");  // no-op for finished ones
-    emit(*it->second, true);
-    finish_request(g);
-  }
+  end_finished(upd);
   for (GroupId g : touched) {
     auto it = requests_.find(g);
     if (it != requests_.end() && !it->second->final_only) emit(*it->second, false);

@@ -31,6 +31,7 @@ size_t CudaLlamaExecutor::Impl::layer_block_bytes() const {
 Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& c,
                                         const LogitsRequest& req) {
   FOLIO_RETURN_IF_ERROR(validate(b, c));
+  staging ^= 1;  // this step's pinned staging copies (see Impl::staging)
   const int T = b.num_tokens();
   if (T == 0) {
     if (req.host_logits) req.host_logits->clear();
@@ -298,6 +299,10 @@ Status CudaLlamaExecutor::Impl::deliver_chunk(const LogitsRequest& req, int r0, 
 }
 
 Status CudaLlamaExecutor::Impl::end_logits(const LogitsRequest& req) {
+  if (req.launch_only) {
+    if (timer) timer->end_step();
+    return enqueue_samples(*req.sampling);  // no wait: collect_samples takes them
+  }
   if (req.sampling && req.samples) FOLIO_RETURN_IF_ERROR(download_samples(*req.sampling, *req.samples));
   mark("samples_to_host");
   if (timer) timer->end_step();
@@ -306,9 +311,39 @@ Status CudaLlamaExecutor::Impl::end_logits(const LogitsRequest& req) {
 
 Status CudaLlamaExecutor::execute(const ForwardBatch& batch, std::vector<float>& logits) {
   if (!impl_->deferred.ok()) return impl_->deferred;
+  if (!impl_->launched.empty()) return internal_error("execute with launched steps uncollected");
+  impl_->launch_rows = -1;
   LogitsRequest req;
   req.host_logits = &logits;
   return impl_->forward(batch, impl_->cache, req);
+}
+
+bool CudaLlamaExecutor::launches_async() const {
+  return impl_->shard.world == 1 && !impl_->timer;  // stage times synchronize every step
+}
+
+Status CudaLlamaExecutor::launch_sampled(const ForwardBatch& batch,
+                                         const DeviceSamplingBatch& sampling) {
+  Impl& m = *impl_;
+  if (!m.deferred.ok()) return m.deferred;
+  if (!launches_async()) return unimplemented("this executor does not launch steps asynchronously");
+  if (!sampling.host_rows.empty() || sampling.rows.empty() || batch.num_tokens() == 0)
+    return internal_error("launch_sampled: a step with sample rows and no host rows");
+  if (m.launched.size() >= 2) return internal_error("launch_sampled: two steps uncollected");
+  if (m.sample_ready.ev.empty())
+    FOLIO_RETURN_IF_ERROR(m.sample_ready.create(2, cudaEventDisableTiming));
+  LogitsRequest req;
+  req.sampling = &sampling;
+  req.launch_only = true;
+  m.placeholder_rows = m.launch_rows;
+  Status st = m.forward(batch, m.cache, req);
+  m.placeholder_rows = -1;
+  m.launch_rows = st.ok() ? static_cast<int>(sampling.rows.size()) : -1;
+  return st;
+}
+
+Status CudaLlamaExecutor::collect_samples(std::vector<DeviceSample>& samples) {
+  return impl_->collect_launched(samples);
 }
 
 Status CudaLlamaExecutor::execute_sampled(const ForwardBatch& batch,
@@ -316,6 +351,9 @@ Status CudaLlamaExecutor::execute_sampled(const ForwardBatch& batch,
                                           std::vector<float>& host_logits,
                                           std::vector<DeviceSample>& samples) {
   if (!impl_->deferred.ok()) return impl_->deferred;
+  if (!impl_->launched.empty())
+    return internal_error("execute_sampled with launched steps uncollected");
+  impl_->launch_rows = -1;
   LogitsRequest req;
   req.host_logits = &host_logits;
   req.sampling = &sampling;

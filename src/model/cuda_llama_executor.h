@@ -81,6 +81,11 @@ class CudaLlamaExecutor final : public Executor {
   Status execute_sampled(const ForwardBatch& batch, const DeviceSamplingBatch& sampling,
                          std::vector<float>& host_logits,
                          std::vector<DeviceSample>& samples) override;
+  // Async steps on one GPU (not under FOLIO_CUDA_STAGE_TIMES): placeholders resolved by
+  // backend/cuda/placeholder_tokens.h, samples copied to pinned memory behind an event.
+  bool launches_async() const override;
+  Status launch_sampled(const ForwardBatch& batch, const DeviceSamplingBatch& sampling) override;
+  Status collect_samples(std::vector<DeviceSample>& samples) override;
   // The copy/swap calls cannot return a Status (Executor's contract): a failure is kept and
   // returned by the next execute().
   void copy_blocks(std::span<const BlockCopy> copies) override;

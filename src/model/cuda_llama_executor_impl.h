@@ -3,10 +3,12 @@
 // uploads, kernels and the logits copy are ordered without events.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "backend/cuda/cuda_events.h"
 #include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/decode_attention.h"
 #include "backend/cuda/device_memory.h"
@@ -51,6 +53,9 @@ struct LogitsRequest {
   std::vector<float>* host_logits = nullptr;          // [returned rows, vocab]; nullptr: none
   const DeviceSamplingBatch* sampling = nullptr;      // nullptr: every row returns (execute())
   std::vector<DeviceSample>* samples = nullptr;       // one per sampling->rows
+  // Executor::launch_sampled: the samples come down asynchronously (collect_samples), and the
+  // step returns without waiting for the device.
+  bool launch_only = false;
 };
 
 // The token and sequence counts a forward runs at (a CUDA-graph step is padded to its bucket).
@@ -87,8 +92,12 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer swap_ptrs;   // device [2 * num_layers] bases of the swap pool (none: null)
   cuda::DeviceBuffer copy_pairs;  // the pairs of the last copy_blocks / swap (legacy stream order)
 
-  // Step inputs: packed on the host (pinned), uploaded in one copy.
-  cuda::PinnedHostBuffer host_in;
+  // Step inputs: packed on the host (pinned), uploaded in one copy. Every pinned staging buffer
+  // a step writes on the host comes in two, used by alternate steps (`staging`): with async
+  // steps the host packs step k+1 while step k's uploads may still wait behind step k-1 on the
+  // stream; step k-1's have run by then (its samples were collected).
+  int staging = 0;
+  cuda::PinnedHostBuffer host_in[2];
   cuda::DeviceBuffer dev_in;
   // Activations, [tokens, width] each, sized for max_num_batched_tokens.
   int act_tokens = 0;
@@ -98,8 +107,23 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer gathered;  // TP: [world, kLogitsChunkRows, local_vocab] fp32 logits
   Status deferred;  // a copy/swap failure, returned by the next execute()
   // Device sampling: rows and ops uploaded in one copy, results downloaded in one copy.
-  cuda::PinnedHostBuffer sample_host;
+  cuda::PinnedHostBuffer sample_host[2];
   cuda::DeviceBuffer sample_in, sample_out, op_saved;
+  // Async steps (Executor::launch_sampled): a launched step's samples come down into
+  // sample_down[slot], where sample_ready's event `slot` marks them; `launched` holds the steps
+  // not yet collected, oldest first. The next launch's placeholders name the sample rows of the
+  // step launched last (launch_rows; -1 after a synchronous step: no placeholders then), still
+  // in sample_out on the device; placeholder_rows is that count during a launched forward.
+  struct LaunchedStep {
+    int slot = 0;
+    size_t rows = 0;
+    bool any_top = false;
+  };
+  std::deque<LaunchedStep> launched;
+  cuda::PinnedHostBuffer sample_down[2];
+  cuda::CudaEvents sample_ready;
+  int launch_rows = -1;
+  int placeholder_rows = -1;
   cuda::DeviceBuffer sample_scratch;  // the split sampler's (sample_rows.h), zeroed once
   std::unique_ptr<cuda::StageTimer> timer;  // FOLIO_CUDA_STAGE_TIMES=1 only
 
@@ -144,7 +168,7 @@ struct CudaLlamaExecutor::Impl {
   std::vector<cuda::CudaGraph> graphs;
   std::vector<uint8_t> graph_warm;         // by bucket index: ran eagerly once
   cuda::DeviceBuffer graph_in, graph_workspace;
-  cuda::PinnedHostBuffer graph_host;
+  cuda::PinnedHostBuffer graph_host[2];
   int graph_steps = 0, eager_decode_steps = 0;  // for the executor's summary
 
   // A step that is not all decodes, as groups of sequences (cuda_llama_step_attention.cc): runs
@@ -180,7 +204,7 @@ struct CudaLlamaExecutor::Impl {
   std::vector<StepGroup> step_groups;   // the current step's
   std::vector<int32_t> fp8_table_host;  // block_table's CSR layout, scratch block ids
   std::vector<BlockCopy> fp8_pairs_host;
-  cuda::PinnedHostBuffer fp8_host;
+  cuda::PinnedHostBuffer fp8_host[2];
   cuda::DeviceBuffer fp8_dev;  // [fp8_table | fp8_pairs] of the step
   const int32_t* fp8_table = nullptr;
   const BlockCopy* fp8_pairs = nullptr;
@@ -226,6 +250,13 @@ struct CudaLlamaExecutor::Impl {
   Status upload_sampling(const DeviceSamplingBatch& s);
   Status sample_chunk(const DeviceSamplingBatch& s, int r0, int n, float* chunk);
   Status download_samples(const DeviceSamplingBatch& s, std::vector<DeviceSample>& out);
+  // Async steps: the samples' copy to sample_down[staging] queued (end_logits), and taken
+  // (collect_samples) once the oldest launched step's event has fired.
+  Status enqueue_samples(const DeviceSamplingBatch& s);
+  Status collect_launched(std::vector<DeviceSample>& out);
+  // Resolves the step's placeholder token ids (already uploaded to `ids`) from the samples of
+  // the step launched before, when it has any.
+  Status resolve_placeholders(const ForwardBatch& b, int32_t* ids);
   // Tensor parallelism (cuda_llama_executor_tp.cc): x = sum of x over the ranks (no-op alone);
   // logits of the rank's vocabulary slice, gathered to rank 0 (the only one that delivers).
   Status tp_all_reduce(void* buf, size_t elements);

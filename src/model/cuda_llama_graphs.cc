@@ -74,7 +74,9 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
   const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
   const GraphLayout largest(graph_buckets.back(), blocks_per_seq * graph_buckets.back());
   FOLIO_RETURN_IF_ERROR(ensure_device(graph_in, largest.total));
-  FOLIO_ASSIGN_OR_RETURN(graph_host, cuda::PinnedHostBuffer::allocate(largest.total));
+  for (auto& staged : graph_host) {
+    FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(largest.total));
+  }
   size_t workspace = 16;
   for (int B : graph_buckets) {
     FOLIO_ASSIGN_OR_RETURN(auto plan, plan_decode_bounded(B));
@@ -101,7 +103,7 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   if (static_cast<int64_t>(b.block_table.size()) > blocks_per_seq * B)
     return internal_error("decode step: block tables longer than max_model_len allows");
   // Pad to B sequences of one token: token 0, position 0, no KV write, context 0, no blocks.
-  auto* h = static_cast<std::byte*>(graph_host.data());
+  auto* h = static_cast<std::byte*>(graph_host[staging].data());
   auto put = [&](size_t off, const auto& v, size_t n_pad, auto pad) {
     using T = std::decay_t<decltype(pad)>;
     auto* dst = reinterpret_cast<T*>(h + off);
@@ -127,7 +129,10 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   if (step_partition == 0) plan = cuda::without_step_split(plan);
   std::memcpy(h + L.step_partition, &step_partition, 4);
   const size_t bytes = L.block_table + b.block_table.size() * 4;
-  FOLIO_RETURN_IF_ERROR(cuda::copy_async(graph_in.data(), graph_host.data(), bytes, nullptr));
+  FOLIO_RETURN_IF_ERROR(
+      cuda::copy_async(graph_in.data(), graph_host[staging].data(), bytes, nullptr));
+  FOLIO_RETURN_IF_ERROR(resolve_placeholders(
+      b, reinterpret_cast<int32_t*>(static_cast<std::byte*>(graph_in.data()) + L.token_ids)));
   const auto* base = static_cast<const std::byte*>(graph_in.data());
   auto i32 = [&](size_t off) { return reinterpret_cast<const int32_t*>(base + off); };
   StepArrays d;

@@ -3,6 +3,7 @@
 // its rows while its logits are on the device, and the results come down in one copy.
 #include <cstring>
 
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/sample_rows.h"
 #include "model/cuda_llama_executor_impl.h"
 
@@ -36,21 +37,22 @@ Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
   const SampleLayout L(s);
   const size_t in_bytes = L.rows_bytes + L.ops_bytes;
   if (in_bytes == 0) return Status();
-  if (sample_host.bytes() < in_bytes) {
-    sample_host = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(sample_host, cuda::PinnedHostBuffer::allocate(in_bytes * 3 / 2));
+  cuda::PinnedHostBuffer& staged = sample_host[staging];
+  if (staged.bytes() < in_bytes) {
+    staged = cuda::PinnedHostBuffer();
+    FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(in_bytes * 3 / 2));
   }
-  FOLIO_RETURN_IF_ERROR(ensure_device(sample_in, sample_host.bytes()));
+  FOLIO_RETURN_IF_ERROR(ensure_device(sample_in, staged.bytes()));
   FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, L.out_bytes + L.top_bytes));
   FOLIO_RETURN_IF_ERROR(ensure_device(op_saved, std::max<size_t>(16, s.ops.size() * sizeof(float))));
   if (sample_scratch.bytes() == 0) {
     FOLIO_RETURN_IF_ERROR(ensure_device(sample_scratch, cuda::kSampleSplitScratchBytes));
     FOLIO_RETURN_IF_ERROR(cuda::memset_async(sample_scratch.data(), 0, sample_scratch.bytes()));
   }
-  auto* h = static_cast<std::byte*>(sample_host.data());
+  auto* h = static_cast<std::byte*>(staged.data());
   std::memcpy(h, s.rows.data(), s.rows.size() * sizeof(DeviceSampleRow));
   if (!s.ops.empty()) std::memcpy(h + L.rows_bytes, s.ops.data(), s.ops.size() * sizeof(LogitOp));
-  return cuda::copy_async(sample_in.data(), sample_host.data(), in_bytes, nullptr);
+  return cuda::copy_async(sample_in.data(), staged.data(), in_bytes, nullptr);
 }
 
 // Samples the rows whose logits_row lies in this chunk [r0, r0 + n) of ForwardBatch::logits_rows
@@ -86,33 +88,82 @@ Status CudaLlamaExecutor::Impl::sample_chunk(const DeviceSamplingBatch& s, int r
   return cuda::sample_rows(a, nullptr);
 }
 
-Status CudaLlamaExecutor::Impl::download_samples(const DeviceSamplingBatch& s,
-                                                 std::vector<DeviceSample>& result) {
-  const SampleLayout L(s);
-  const size_t R = s.rows.size();
-  result.assign(R, DeviceSample{});
-  if (R == 0) return Status();
-  bool any_top = false;
-  for (const DeviceSampleRow& r : s.rows) any_top |= r.num_logprobs > 0;
-  std::vector<cuda::SampleOut> outs(R);
-  std::vector<cuda::TopEntry> tops;
-  FOLIO_RETURN_IF_ERROR(cuda::copy(outs.data(), sample_out.data(), R * sizeof(cuda::SampleOut)));
-  if (any_top) {
-    tops.resize(R * kMaxDeviceLogprobs);
-    FOLIO_RETURN_IF_ERROR(cuda::copy(tops.data(), static_cast<std::byte*>(sample_out.data()) + L.out_bytes,
-                                     L.top_bytes));
-  }
-  for (size_t i = 0; i < R; ++i) {
+namespace {
+
+void unpack_samples(const cuda::SampleOut* outs, const cuda::TopEntry* tops, size_t rows,
+                    std::vector<DeviceSample>& result) {
+  result.assign(rows, DeviceSample{});
+  for (size_t i = 0; i < rows; ++i) {
     DeviceSample& d = result[i];
     d.token_id = outs[i].token_id;
     d.logprob = outs[i].logprob;
     d.rank = outs[i].rank;
-    if (!any_top) continue;
+    if (!tops) continue;
     for (int j = 0; j < outs[i].num_top; ++j) {
       const cuda::TopEntry& t = tops[i * kMaxDeviceLogprobs + j];
       d.top.emplace_back(t.token_id, t.logprob);
     }
   }
+}
+
+bool any_top(const DeviceSamplingBatch& s) {
+  for (const DeviceSampleRow& r : s.rows)
+    if (r.num_logprobs > 0) return true;
+  return false;
+}
+
+}  // namespace
+
+Status CudaLlamaExecutor::Impl::download_samples(const DeviceSamplingBatch& s,
+                                                 std::vector<DeviceSample>& result) {
+  const SampleLayout L(s);
+  const size_t R = s.rows.size();
+  result.clear();
+  if (R == 0) return Status();
+  const bool top = any_top(s);
+  std::vector<cuda::SampleOut> outs(R);
+  std::vector<cuda::TopEntry> tops;
+  FOLIO_RETURN_IF_ERROR(cuda::copy(outs.data(), sample_out.data(), R * sizeof(cuda::SampleOut)));
+  if (top) {
+    tops.resize(R * kMaxDeviceLogprobs);
+    FOLIO_RETURN_IF_ERROR(cuda::copy(tops.data(), static_cast<std::byte*>(sample_out.data()) + L.out_bytes,
+                                     L.top_bytes));
+  }
+  unpack_samples(outs.data(), top ? tops.data() : nullptr, R, result);
+  return Status();
+}
+
+// sample_down[staging] holds [SampleOut x rows] then, when any row asked for logprobs, the
+// [TopEntry x rows x K] block, at the offsets of sample_out.
+Status CudaLlamaExecutor::Impl::enqueue_samples(const DeviceSamplingBatch& s) {
+  const SampleLayout L(s);
+  LaunchedStep step;
+  step.slot = staging;
+  step.rows = s.rows.size();
+  step.any_top = any_top(s);
+  const size_t bytes = step.any_top ? L.out_bytes + L.top_bytes : L.out_bytes;
+  cuda::PinnedHostBuffer& down = sample_down[staging];
+  if (down.bytes() < bytes) {
+    down = cuda::PinnedHostBuffer();
+    FOLIO_ASSIGN_OR_RETURN(down, cuda::PinnedHostBuffer::allocate(bytes * 3 / 2));
+  }
+  FOLIO_RETURN_IF_ERROR(cuda::copy_async(down.data(), sample_out.data(), bytes, nullptr));
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(sample_ready.ev[static_cast<size_t>(staging)], nullptr));
+  launched.push_back(step);
+  return Status();
+}
+
+Status CudaLlamaExecutor::Impl::collect_launched(std::vector<DeviceSample>& result) {
+  if (launched.empty()) return internal_error("collect_samples: no step launched");
+  const LaunchedStep step = launched.front();
+  launched.pop_front();
+  // Surfaces any asynchronous error of the step, as the synchronous path's synchronize does.
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(sample_ready.ev[static_cast<size_t>(step.slot)]));
+  const auto* down = static_cast<const std::byte*>(sample_down[step.slot].data());
+  const size_t out_bytes = align16(step.rows * sizeof(cuda::SampleOut));
+  unpack_samples(reinterpret_cast<const cuda::SampleOut*>(down),
+                 step.any_top ? reinterpret_cast<const cuda::TopEntry*>(down + out_bytes) : nullptr,
+                 step.rows, result);
   return Status();
 }
 

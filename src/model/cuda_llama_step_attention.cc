@@ -105,18 +105,19 @@ Status CudaLlamaExecutor::Impl::plan_step_attention(const ForwardBatch& b) {
   const size_t table_bytes = align16(fp8_table_host.size() * sizeof(int32_t));
   const size_t pair_bytes = fp8_pairs_host.size() * sizeof(BlockCopy);
   const size_t total = table_bytes + pair_bytes;
-  if (fp8_host.bytes() < total) {
-    fp8_host = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(fp8_host, cuda::PinnedHostBuffer::allocate(total * 3 / 2 + 16));
+  cuda::PinnedHostBuffer& staged = fp8_host[staging];
+  if (staged.bytes() < total) {
+    staged = cuda::PinnedHostBuffer();
+    FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(total * 3 / 2 + 16));
   }
-  FOLIO_RETURN_IF_ERROR(ensure_device(fp8_dev, fp8_host.bytes()));
-  auto* h = static_cast<std::byte*>(fp8_host.data());
+  FOLIO_RETURN_IF_ERROR(ensure_device(fp8_dev, staged.bytes()));
+  auto* h = static_cast<std::byte*>(staged.data());
   if (!fp8_table_host.empty())
     std::memcpy(h, fp8_table_host.data(), fp8_table_host.size() * sizeof(int32_t));
   if (pair_bytes) std::memcpy(h + table_bytes, fp8_pairs_host.data(), pair_bytes);
-  // The legacy stream orders this copy before the step's kernels; the previous step ended with a
-  // synchronize, so the pinned buffer is free to refill.
-  if (total) FOLIO_RETURN_IF_ERROR(cuda::copy_async(fp8_dev.data(), fp8_host.data(), total, nullptr));
+  // The legacy stream orders this copy before the step's kernels; this staging copy's last user,
+  // two steps back, has finished (see Impl::staging).
+  if (total) FOLIO_RETURN_IF_ERROR(cuda::copy_async(fp8_dev.data(), staged.data(), total, nullptr));
   auto* d = static_cast<std::byte*>(fp8_dev.data());
   fp8_table = reinterpret_cast<const int32_t*>(d);
   fp8_pairs = reinterpret_cast<const BlockCopy*>(d + table_bytes);

@@ -1,7 +1,9 @@
 // CudaLlamaExecutor: a step's inputs: host-side checks of the ForwardBatch and its upload.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "backend/cuda/placeholder_tokens.h"
 #include "model/cuda_llama_executor_impl.h"
 
 namespace folio {
@@ -22,10 +24,14 @@ Status CudaLlamaExecutor::Impl::validate(const ForwardBatch& b, const CacheView&
       b.query_start.size() != static_cast<size_t>(S) + 1 ||
       b.block_table_start.size() != static_cast<size_t>(S) + 1 || b.query_start[S] != T)
     return internal_error("ForwardBatch: inconsistent array sizes");
-  for (int32_t id : b.token_ids)
-    if (id < 0 || id >= V)
+  for (int32_t id : b.token_ids) {
+    if (id < 0 && placeholder_sample(id) >= placeholder_rows)  // -1: none accepted
+      return internal_error("placeholder token " + std::to_string(id) + " names no sample of " +
+                            "the step launched before (" + std::to_string(placeholder_rows) + ")");
+    if (id >= V)
       return invalid_argument("token id " + std::to_string(id) + " outside the vocabulary [0, " +
                               std::to_string(V) + ")");
+  }
   for (int64_t s : b.slot_mapping)
     if (s >= c.num_slots) return internal_error("slot " + std::to_string(s) + " outside the KV cache");
   const int64_t num_blocks = c.num_slots / kv.block_size;
@@ -61,15 +67,17 @@ Status CudaLlamaExecutor::Impl::upload(const ForwardBatch& b, StepArrays& d) {
     offsets[i] = total;
     total += align16(srcs[i].n);
   }
-  if (host_in.bytes() < total) {
-    host_in = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(host_in, cuda::PinnedHostBuffer::allocate(total * 3 / 2));
+  cuda::PinnedHostBuffer& staged = host_in[staging];
+  if (staged.bytes() < total) {
+    staged = cuda::PinnedHostBuffer();
+    FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(total * 3 / 2));
   }
-  FOLIO_RETURN_IF_ERROR(ensure_device(dev_in, host_in.bytes()));
-  auto* h = static_cast<std::byte*>(host_in.data());
+  FOLIO_RETURN_IF_ERROR(ensure_device(dev_in, staged.bytes()));
+  auto* h = static_cast<std::byte*>(staged.data());
   for (int i = 0; i < 8; ++i)
     if (srcs[i].n) std::memcpy(h + offsets[i], srcs[i].p, srcs[i].n);
-  FOLIO_RETURN_IF_ERROR(cuda::copy_async(dev_in.data(), host_in.data(), total, nullptr));
+  FOLIO_RETURN_IF_ERROR(cuda::copy_async(dev_in.data(), staged.data(), total, nullptr));
+  FOLIO_RETURN_IF_ERROR(resolve_placeholders(b, reinterpret_cast<int32_t*>(dev_in.data())));
   const auto* base = static_cast<const std::byte*>(dev_in.data());
   auto i32 = [&](int i) { return reinterpret_cast<const int32_t*>(base + offsets[i]); };
   d.token_ids = i32(0);
@@ -81,6 +89,14 @@ Status CudaLlamaExecutor::Impl::upload(const ForwardBatch& b, StepArrays& d) {
   d.block_table = i32(6);
   d.logits_rows = i32(7);
   return Status();
+}
+
+Status CudaLlamaExecutor::Impl::resolve_placeholders(const ForwardBatch& b, int32_t* ids) {
+  if (placeholder_rows <= 0 ||
+      std::none_of(b.token_ids.begin(), b.token_ids.end(), [](int32_t id) { return id < 0; }))
+    return Status();
+  return cuda::resolve_placeholder_tokens(ids, b.num_tokens(), sample_out.as<cuda::SampleOut>(),
+                                          placeholder_rows, nullptr);
 }
 
 }  // namespace folio

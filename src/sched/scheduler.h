@@ -17,9 +17,9 @@
 // highest key. A request that can never fit is finished with an error, never stalls the queue.
 #pragma once
 
-#include <optional>
-
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +57,16 @@ class Scheduler {
 
   SchedulerOutput schedule();
   UpdateResult update_from_output(const StepResult& result);
+  // Asynchronous scheduling (vLLM V1's async scheduling): the engine schedules step k+1 while
+  // the device still runs step k. advance() ends step k before its tokens are known: the
+  // scheduled tokens count as computed, each sampled sequence gets its placeholder (a negative
+  // id the executor resolves on the device from step k's samples) and length limits apply, so
+  // schedule() can give the sequence its next decode token. resolve() then writes the real
+  // tokens over the placeholders and applies the engine's stop decisions; a sequence that stops
+  // there has one token more in flight, whose result the engine drops. Per step: schedule(),
+  // advance(), and resolve() before the advance() of the next step.
+  UpdateResult advance(std::span<const SampledToken> placeholders);
+  UpdateResult resolve(const StepResult& result);
   // Beam search: a new sequence sharing all of `parent`'s tokens and blocks (call between
   // update_from_output and schedule). NotFound if the parent is not a live running sequence.
   // `last_token` replaces the child's last token, which must not be computed yet (the token the
@@ -99,6 +109,13 @@ class Scheduler {
   void fail(SequenceGroup* g, std::string message);
   void finish_seq(SequenceGroup* g, Sequence* s, SeqStatus status);
   void retire_if_done(SequenceGroup* g, UpdateResult& result);
+  void retire_touched(const std::vector<GroupId>& touched, UpdateResult& result);
+  Sequence* find_live(SeqId id, SequenceGroup** g);
+  // The parts of update_from_output (scheduler_update.cc), shared with advance and resolve.
+  void apply_computed(std::vector<GroupId>& touched);
+  void append_sampled(std::span<const SampledToken> sampled, UpdateResult& result,
+                      std::vector<GroupId>& sampled_groups);
+  void apply_stops(std::span<const FinishedSeq> finished, std::vector<GroupId>& touched);
   void record_step_stats(const SchedulerOutput& out);
 
   SchedulerConfig config_;

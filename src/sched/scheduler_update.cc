@@ -24,22 +24,20 @@ void Scheduler::retire_if_done(SequenceGroup* g, UpdateResult& result) {
   groups_.erase(g->id);
 }
 
-UpdateResult Scheduler::update_from_output(const StepResult& step) {
-  UpdateResult result;
-  std::vector<GroupId> touched;
-  touched.reserve(last_.size() + step.finished.size() + step.sampled.size());
-  auto find = [this](SeqId id, SequenceGroup** g) -> Sequence* {
-    auto it = seq_group_.find(id);
-    if (it == seq_group_.end()) return nullptr;
-    auto git = groups_.find(it->second);
-    if (git == groups_.end()) return nullptr;
-    *g = git->second.get();
-    return (*g)->find(id);
-  };
-  // 1. The scheduled tokens now have K/V; full blocks enter the prefix cache.
+Sequence* Scheduler::find_live(SeqId id, SequenceGroup** g) {
+  auto it = seq_group_.find(id);
+  if (it == seq_group_.end()) return nullptr;
+  auto git = groups_.find(it->second);
+  if (git == groups_.end()) return nullptr;
+  *g = git->second.get();
+  return (*g)->find(id);
+}
+
+// 1. The scheduled tokens now have K/V; full blocks enter the prefix cache.
+void Scheduler::apply_computed(std::vector<GroupId>& touched) {
   for (const Scheduled& e : last_) {
     SequenceGroup* g = nullptr;
-    Sequence* s = find(e.seq_id, &g);
+    Sequence* s = find_live(e.seq_id, &g);
     if (!s || s->finished() || s->status != SeqStatus::kRunning) continue;  // aborted meanwhile
     s->num_computed += e.num_tokens;
     kv_.mark_computed(s->id, s->tokens, s->num_computed);
@@ -57,13 +55,16 @@ UpdateResult Scheduler::update_from_output(const StepResult& step) {
       }
     }
   }
-  // 3. Sampled tokens, with the length limits the scheduler owns. Their groups are checked for
-  // retirement after the engine's stops (4), in this order.
-  std::vector<GroupId> sampled_groups;
-  sampled_groups.reserve(step.sampled.size());
-  for (const SampledToken& t : step.sampled) {
+  last_.clear();
+}
+
+// 3. Sampled tokens (or their placeholders), with the length limits the scheduler owns.
+void Scheduler::append_sampled(std::span<const SampledToken> sampled, UpdateResult& result,
+                               std::vector<GroupId>& sampled_groups) {
+  sampled_groups.reserve(sampled_groups.size() + sampled.size());
+  for (const SampledToken& t : sampled) {
     SequenceGroup* g = nullptr;
-    Sequence* s = find(t.seq_id, &g);
+    Sequence* s = find_live(t.seq_id, &g);
     if (!s) continue;
     sampled_groups.push_back(g->id);
     if (s->finished()) continue;
@@ -73,18 +74,63 @@ UpdateResult Scheduler::update_from_output(const StepResult& step) {
       result.finished_by_length.push_back(s->id);
     }
   }
-  // 4. The engine's stop decisions.
-  for (const FinishedSeq& f : step.finished) {
+}
+
+// 4. The engine's stop decisions.
+void Scheduler::apply_stops(std::span<const FinishedSeq> finished, std::vector<GroupId>& touched) {
+  for (const FinishedSeq& f : finished) {
     SequenceGroup* g = nullptr;
-    Sequence* s = find(f.seq_id, &g);
+    Sequence* s = find_live(f.seq_id, &g);
     if (!s) continue;
     finish_seq(g, s, f.status);
     touched.push_back(g->id);
   }
-  touched.insert(touched.end(), sampled_groups.begin(), sampled_groups.end());
+}
+
+void Scheduler::retire_touched(const std::vector<GroupId>& touched, UpdateResult& result) {
   for (GroupId id : touched)
     if (auto it = groups_.find(id); it != groups_.end()) retire_if_done(it->second.get(), result);
-  last_.clear();
+}
+
+UpdateResult Scheduler::update_from_output(const StepResult& step) {
+  UpdateResult result;
+  std::vector<GroupId> touched, sampled_groups;
+  touched.reserve(last_.size() + step.finished.size() + step.sampled.size());
+  apply_computed(touched);
+  // Sampled groups are checked for retirement after the engine's stops, in this order.
+  append_sampled(step.sampled, result, sampled_groups);
+  apply_stops(step.finished, touched);
+  touched.insert(touched.end(), sampled_groups.begin(), sampled_groups.end());
+  retire_touched(touched, result);
+  return result;
+}
+
+UpdateResult Scheduler::advance(std::span<const SampledToken> placeholders) {
+  for (const SampledToken& t : placeholders)
+    FOLIO_CHECK(t.token < 0, "advance: a placeholder token must be negative");
+  UpdateResult result;
+  std::vector<GroupId> touched;
+  touched.reserve(last_.size() + placeholders.size());
+  apply_computed(touched);
+  append_sampled(placeholders, result, touched);
+  retire_touched(touched, result);
+  return result;
+}
+
+UpdateResult Scheduler::resolve(const StepResult& step) {
+  UpdateResult result;
+  for (const SampledToken& t : step.sampled) {
+    SequenceGroup* g = nullptr;
+    Sequence* s = find_live(t.seq_id, &g);
+    if (!s) continue;  // retired at advance (length) or aborted since
+    // Nothing appends between advance() and resolve(), so the placeholder is the last token.
+    FOLIO_CHECK(!s->tokens.empty() && s->tokens.back() < 0,
+                "resolve: the sequence has no placeholder token");
+    s->tokens.back() = t.token;
+  }
+  std::vector<GroupId> touched;
+  apply_stops(step.finished, touched);
+  retire_touched(touched, result);
   return result;
 }
 

@@ -51,6 +51,10 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
               "CUDA: run decode steps op by op instead of replaying CUDA graphs");
   c->add_flag("--device-sampling,!--no-device-sampling", f.device_sampling,
               "sample on the GPU so logits stay there (default on; off: host sampler)");
+  c->add_flag("--async-scheduling,!--no-async-scheduling", f.async_scheduling,
+              "schedule and prepare the next step while the GPU runs the current one "
+              "(default on; steps are synchronous while a request needs beams, n > 1, "
+              "penalties, min_tokens or prompt logprobs)");
   c->add_option("--max-logprobs", f.max_logprobs, "cap on logprobs / prompt_logprobs")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--seed", f.seed, "engine seed (requests without their own seed)");
@@ -85,6 +89,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.tensor_parallel_size = f.tensor_parallel_size;
   c.enable_prefix_caching = f.enable_prefix_caching;
   c.device_sampling = f.device_sampling;
+  c.async_scheduling = f.async_scheduling;
   c.enforce_eager = f.enforce_eager;
   c.sched.preemption_mode =
       f.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;

@@ -31,6 +31,7 @@ struct EngineFlags {
   int tensor_parallel_size = 1;
   bool enable_prefix_caching = true;
   bool device_sampling = true;
+  bool async_scheduling = true;
   bool enforce_eager = false;
   std::string preemption_mode = "recompute";
   std::string scheduling_policy = "fcfs";

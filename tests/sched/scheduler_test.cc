@@ -183,5 +183,47 @@ TEST(Scheduler, AbortFreesBlocksAtOnce) {
   EXPECT_NE(s.summary().find("running: 0 reqs"), std::string::npos) << s.summary();
 }
 
+// Async scheduling: advance() lets the next schedule() run the placeholder as the decode input
+// before the token is known, length limits apply at advance, resolve() writes the real token
+// over the placeholder and applies the engine's stops.
+TEST(Scheduler, AdvanceSchedulesThePlaceholderAndResolveReplacesIt) {
+  auto kv = make_kv(false, 64, 0);
+  Scheduler s(cfg(64), *kv);
+  ASSERT_TRUE(s.add_request(req(1, 5, 3)).ok());
+  ASSERT_TRUE(s.add_request(req(2, 4, 10, 50)).ok());
+  SchedulerOutput o = s.schedule();
+  ASSERT_EQ(o.seqs.size(), 2u);
+  const SeqId a = o.seqs[0].seq_id, b = o.seqs[1].seq_id;
+  UpdateResult up = s.advance({{{a, -1}, {b, -2}}});
+  EXPECT_TRUE(up.finished_by_length.empty());
+  o = s.schedule();  // the step after, before the first tokens are back
+  ASSERT_EQ(o.seqs.size(), 2u);
+  EXPECT_EQ(o.seqs[0].start_pos, 5);
+  EXPECT_EQ(std::vector<TokenId>(o.seqs[0].token_ids.begin(), o.seqs[0].token_ids.end()),
+            std::vector<TokenId>{-1});
+  EXPECT_EQ(o.seqs[1].token_ids[0], -2);
+  // Step 1's tokens: b stops (EOS).
+  up = s.resolve({{{a, 70}, {b, 71}}, {{b, SeqStatus::kFinishedStopped}}});
+  ASSERT_EQ(up.finished_groups, std::vector<GroupId>{2});
+  EXPECT_EQ(s.group(1)->seqs[0].tokens.back(), 70);
+  // Step 2 was launched with b too; its placeholder for b is dropped, a's counts.
+  up = s.advance({{{a, -1}, {b, -2}}});
+  EXPECT_TRUE(up.finished_groups.empty());
+  EXPECT_EQ(s.group(1)->seqs[0].num_computed, 6);
+  o = s.schedule();
+  ASSERT_EQ(o.seqs.size(), 1u);
+  EXPECT_EQ(o.seqs[0].token_ids[0], -1);
+  up = s.resolve({{{a, 72}}, {}});
+  EXPECT_TRUE(up.finished_groups.empty());
+  // a's third token reaches max_tokens 3 at advance, before its value is known.
+  up = s.advance({{{a, -1}}});
+  EXPECT_EQ(up.finished_by_length, std::vector<SeqId>{a});
+  EXPECT_EQ(up.finished_groups, std::vector<GroupId>{1});
+  EXPECT_FALSE(s.has_unfinished());
+  EXPECT_EQ(kv->num_used_blocks(), 0);
+  up = s.resolve({{{a, 73}}, {}});  // the retired group's token: nothing left to write
+  EXPECT_TRUE(up.finished_groups.empty());
+}
+
 }  // namespace
 }  // namespace folio

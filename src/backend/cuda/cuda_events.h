@@ -1,5 +1,5 @@
-// The CUDA events of one timing session (GEMM autotuning, the copy-rate measurement), destroyed
-// on every path. Host code; plain C++ header over the runtime API.
+// CUDA events destroyed on every path: those of one timing session (GEMM autotuning, the
+// copy-rate measurement), or the executor's marks of launched steps' samples. Host code; plain C++ header over the runtime API.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,11 +19,11 @@ struct CudaEvents {
   ~CudaEvents() {
     for (cudaEvent_t e : ev) cudaEventDestroy(e);
   }
-  // Appends n events.
-  Status create(int n) {
+  // Appends n events (flags: cudaEventDisableTiming for events only waited on).
+  Status create(int n, unsigned flags = cudaEventDefault) {
     for (int i = 0; i < n; ++i) {
       cudaEvent_t e = nullptr;
-      FOLIO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+      FOLIO_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, flags));
       ev.push_back(e);
     }
     return Status();
