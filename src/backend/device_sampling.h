@@ -23,7 +23,18 @@ enum class LogitOpKind : int32_t {
   kSet = 1,         // x = a                                (min_tokens: a = -inf)
   kRepetition = 2,  // x = x > 0 ? x / a : x * a            (repetition_penalty a)
   kSubTwo = 3,      // x -= a; x -= b                       (frequency * count, presence)
+  kNone = 4,        // nothing (a placeholder op whose token was already named; see below)
 };
+
+// Async steps (Executor::launch_sampled): a row whose sequence has a token in flight may end
+// phase 2 and phase 3 each with one placeholder op, its token -(1 + j) (sample j of the step
+// launched before, as in ForwardBatch::token_ids), resolved on the device before the ops run
+// (resolve_placeholder_ops, the reference): with t the sampled token,
+//   phase 2 (kRepetition): t already named in the phase -> kNone; else the op on t.
+//   phase 3 (kSubTwo, a = frequency, b = presence): t named by op q of the phase -> q's count
+//     goes up by one (q.a = a * (rint(q.a / a) + 1), the host's frequency * count) and the op
+//     becomes kNone; else the op on t (count 1).
+// The resolved ops equal those the host builds once t is known, up to their order in a phase.
 
 struct LogitOp {
   int32_t token = 0;
@@ -67,6 +78,10 @@ struct DeviceSample {
   int32_t rank = 0;      // tokens with raw logit >= the chosen one's
   std::vector<std::pair<int32_t, float>> top;  // best first, num_logprobs entries
 };
+
+// The reference of the device's resolution of placeholder ops (above), in place; `previous`:
+// the sampled tokens of the step launched before, in row order. False if an op names no sample.
+bool resolve_placeholder_ops(DeviceSamplingBatch& batch, const std::vector<int32_t>& previous);
 
 // The largest num_logprobs a backend must support per row (SamplingParams caps logprobs by
 // --max-logprobs, whose default is 20).

@@ -12,17 +12,18 @@ bool device_can_sample(const SamplingParams& params) {
 namespace {
 
 // Ops of apply_logits_processors, phase by phase (see LogitOpKind).
-void append_ops(const SampleRow& row, std::span<const int32_t> eos_token_ids,
+void append_ops(const SampleRow& row, std::span<const int32_t> eos_token_ids, int32_t in_flight,
                 PenaltyWorkspace& ws, DeviceSampleRow& d, std::vector<LogitOp>& ops) {
   const SamplingParams& p = *row.params;
   d.op_begin = static_cast<int32_t>(ops.size());
-  const bool any = has_logits_processors(p, row.output_token_ids.size());
+  const size_t num_output = row.output_token_ids.size() + (in_flight < 0 ? 1 : 0);
+  const bool any = has_logits_processors(p, num_output);
   // 0: logit_bias (a map: distinct tokens).
   if (any)
     for (const auto& [t, bias] : p.logit_bias) ops.push_back({t, LogitOpKind::kAdd, bias, 0.f});
   d.phase_end[0] = static_cast<int32_t>(ops.size());
   // 1: min_tokens masks (setting -inf twice is idempotent).
-  if (any && row.output_token_ids.size() < static_cast<size_t>(std::max(p.min_tokens, 0))) {
+  if (any && num_output < static_cast<size_t>(std::max(p.min_tokens, 0))) {
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     for (int32_t t : p.stop_token_ids) ops.push_back({t, LogitOpKind::kSet, kNegInf, 0.f});
     for (int32_t t : eos_token_ids) ops.push_back({t, LogitOpKind::kSet, kNegInf, 0.f});
@@ -36,6 +37,7 @@ void append_ops(const SampleRow& row, std::span<const int32_t> eos_token_ids,
     };
     for (int32_t t : row.prompt_token_ids) add(t);
     for (int32_t t : row.output_token_ids) add(t);
+    if (in_flight < 0) ops.push_back({in_flight, LogitOpKind::kRepetition, p.repetition_penalty, 0.f});
   }
   d.phase_end[2] = static_cast<int32_t>(ops.size());
   // 3: frequency and presence, once per distinct output token: the CPU's two subtractions.
@@ -45,6 +47,8 @@ void append_ops(const SampleRow& row, std::span<const int32_t> eos_token_ids,
       ops.push_back({t, LogitOpKind::kSubTwo,
                      p.frequency_penalty * static_cast<float>(ws.output_count(t)),
                      p.presence_penalty});
+    if (in_flight < 0)
+      ops.push_back({in_flight, LogitOpKind::kSubTwo, p.frequency_penalty, p.presence_penalty});
   }
   d.phase_end[3] = static_cast<int32_t>(ops.size());
 }
@@ -53,7 +57,7 @@ void append_ops(const SampleRow& row, std::span<const int32_t> eos_token_ids,
 
 void append_device_sample_row(const SampleRow& row, int32_t logits_row,
                               std::span<const int32_t> eos_token_ids, PenaltyWorkspace& ws,
-                              DeviceSamplingBatch& batch) {
+                              DeviceSamplingBatch& batch, int32_t in_flight) {
   const SamplingParams& p = *row.params;
   DeviceSampleRow d;
   d.logits_row = logits_row;
@@ -65,9 +69,9 @@ void append_device_sample_row(const SampleRow& row, int32_t logits_row,
   d.rng_key_hi = static_cast<uint32_t>(row.rng.key >> 32);
   d.rng_seq_index = row.rng.seq_index;
   d.rng_tag = row.rng.tag;
-  d.rng_step = static_cast<uint32_t>(row.output_token_ids.size());
+  d.rng_step = static_cast<uint32_t>(row.output_token_ids.size() + (in_flight < 0 ? 1 : 0));
   d.num_logprobs = std::max(0, p.logprobs.value_or(0));
-  append_ops(row, eos_token_ids, ws, d, batch.ops);
+  append_ops(row, eos_token_ids, in_flight, ws, d, batch.ops);
   batch.rows.push_back(d);
 }
 

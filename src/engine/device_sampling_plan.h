@@ -19,10 +19,13 @@ namespace folio {
 bool device_can_sample(const SamplingParams& params);
 
 // Appends the device row of `row` (its logits at index `logits_row` of ForwardBatch::logits_rows)
-// and its ops. `ws` is scratch of the vocabulary's size.
+// and its ops. `ws` is scratch of the vocabulary's size. `in_flight`: async steps, the
+// placeholder id of the sequence's last token when it is still being sampled (0: none); it
+// counts as one more output token (min_tokens, the random stream's step) and its penalties go
+// in as placeholder ops (backend/device_sampling.h).
 void append_device_sample_row(const SampleRow& row, int32_t logits_row,
                               std::span<const int32_t> eos_token_ids, PenaltyWorkspace& ws,
-                              DeviceSamplingBatch& batch);
+                              DeviceSamplingBatch& batch, int32_t in_flight = 0);
 
 // The TokenLogprobs the host Sampler would have returned for `s` with top-`k` logprobs (the
 // chosen token appended to `top` when it is not among the best k).

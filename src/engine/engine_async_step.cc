@@ -9,6 +9,7 @@
 //   schedule k+1 -> copies -> build inputs -> launch k+1 -> collect k -> process k's tokens
 //   (stops, detokenizing, Scheduler::resolve, emit) -> Scheduler::advance(k+1's placeholders).
 // A sequence that stops at step k was already launched in step k+1; that token is dropped.
+#include <algorithm>
 #include <chrono>
 
 #include "engine/batch_builder.h"
@@ -20,9 +21,7 @@
 namespace folio {
 
 bool async_safe(const SamplingParams& p) {
-  return !p.use_beam_search && p.n == 1 && !p.prompt_logprobs && device_can_sample(p) &&
-         p.min_tokens <= 0 && p.repetition_penalty == 1.0f && p.frequency_penalty == 0.0f &&
-         p.presence_penalty == 0.0f;
+  return !p.use_beam_search && !p.prompt_logprobs && device_can_sample(p);
 }
 
 Status EngineCore::step_async() {
@@ -42,19 +41,24 @@ Status EngineCore::step_async() {
   std::vector<PendingSample> pending;
   jobs.reserve(so.seqs.size());
   pending.reserve(so.seqs.size());
-  for (size_t i = 0; i < so.seqs.size(); ++i)
-    if (const int row = rows.sample_row(i); row >= 0) plan_samples(so.seqs[i], row, jobs, pending);
+  std::vector<int32_t> in_flight;  // per job: the placeholder of its sequence's last token, or 0
+  in_flight.reserve(so.seqs.size());
+  for (size_t i = 0; i < so.seqs.size(); ++i) {
+    const ScheduledSeq& e = so.seqs[i];
+    const int row = rows.sample_row(i);
+    if (row < 0) continue;
+    plan_samples(e, row, jobs, pending);
+    in_flight.resize(jobs.size(), e.token_ids.back() < 0 ? e.token_ids.back() : 0);
+  }
   device_batch_.clear();
   LaunchedStep next;
   next.samples.reserve(pending.size());
   std::vector<SampledToken> placeholders;
   placeholders.reserve(pending.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
-    RequestState& r = *pending[j].request;
+    const RequestState& r = *pending[j].request;
     append_device_sample_row(jobs[j].row, jobs[j].logits_row, model_.generation.eos_token_ids,
-                             penalty_ws_, device_batch_);
-    // The random stream's step is the output length, counting the token still in flight.
-    device_batch_.rows.back().rng_step += static_cast<uint32_t>(r.in_flight);
+                             penalty_ws_, device_batch_, in_flight[j]);
     next.samples.push_back({r.gid, pending[j].seq, r.seq_index.at(pending[j].seq)});
     placeholders.push_back({pending[j].seq, placeholder_token(static_cast<int>(j))});
   }
@@ -67,8 +71,6 @@ Status EngineCore::step_async() {
   counters_.async_steps++;
 
   FOLIO_RETURN_IF_ERROR(finish_launched(/*in_step=*/true));  // step k, while k+1 runs
-  for (const SampledToken& p : placeholders)
-    if (RequestState* r = find_by_seq(p.seq_id)) r->in_flight++;
   next.advanced = scheduler_->advance(placeholders);
   launched_ = std::move(next);
   return Status();
@@ -96,19 +98,22 @@ Status EngineCore::finish_launched(bool in_step) {
     auto it = requests_.find(l.group);
     if (it == requests_.end()) continue;  // stopped at the step before, or aborted: dropped
     RequestState& r = *it->second;
-    r.in_flight--;
+    SequenceOutput& out = *r.outputs[static_cast<size_t>(l.output)];
+    if (out.finished()) continue;  // a sibling (n > 1) that stopped at the step before
     const TokenLogprobs drawn = to_token_logprobs(device_samples_[j], r.params.logprobs.value_or(0));
     result.sampled.push_back({l.seq, drawn.token_id});
     counters_.generated_tokens++;
     r.num_generated++;
-    if (r.outputs[static_cast<size_t>(l.output)]->add_token(drawn.token_id, drawn))
+    if (out.add_token(drawn.token_id, drawn))
       result.finished.push_back({l.seq, SeqStatus::kFinishedStopped});
     touched.push_back(l.group);
   }
   const UpdateResult resolved = scheduler_->resolve(result);
   end_finished(step.advanced);  // length limits, now that their last tokens are in
   end_finished(resolved);
-  for (GroupId g : touched) {  // n == 1: each group at most once
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (GroupId g : touched) {
     auto it = requests_.find(g);
     if (it != requests_.end() && !it->second->final_only) emit(*it->second, false);
   }

@@ -39,17 +39,16 @@ struct EngineCore::RequestState {
   std::optional<BeamSearch> beam;
   std::vector<SeqId> beam_seqs;
   std::unordered_map<SeqId, int> beam_rows;  // this step: beam sequence -> logits row
-  // Async scheduling: whether steps may run ahead of this request's tokens (async_safe), and
-  // how many of its tokens are launched and not yet back (each a sampling step ahead).
+  // Async scheduling: whether steps may run ahead of this request's tokens.
   bool async_safe = false;
-  int in_flight = 0;
 };
 
-// A request whose next step needs nothing of its last token but the count: one sequence
-// (no beams, no n > 1 forks), no prompt logprobs, sampled on the device, and no logits
-// processors that read the output (penalties) or its length (min_tokens). Logit bias, stop
-// strings and tokens, logprobs and seeds are fine: stops are applied a step late, and the
-// random stream's step counts the tokens in flight.
+// A request whose steps may run one ahead of its tokens: no beams (their search needs the
+// logits on the host), no prompt logprobs, sampled on the device. n > 1 siblings each have
+// their own placeholder. Its last token, while still being sampled,
+// is a placeholder the device resolves: as the next input, and in the penalties' ops
+// (backend/device_sampling.h); min_tokens and the random stream's step count it. Stops (stop
+// strings and tokens, EOS) are applied a step late.
 bool async_safe(const SamplingParams& params);
 
 }  // namespace folio

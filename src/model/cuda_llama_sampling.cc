@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/placeholder_tokens.h"
 #include "backend/cuda/sample_rows.h"
 #include "model/cuda_llama_executor_impl.h"
 
@@ -31,9 +32,15 @@ Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
         r.op_begin < 0 || r.phase_end[3] > static_cast<int32_t>(s.ops.size()))
       return internal_error("DeviceSamplingBatch: rows out of order or ops out of range");
   }
-  for (const LogitOp& op : s.ops)
+  bool placeholder_ops = false;
+  for (const LogitOp& op : s.ops) {
+    if (op.token < 0 && placeholder_sample(op.token) < placeholder_rows) {
+      placeholder_ops = true;  // resolved below from the step launched before
+      continue;
+    }
     if (op.token < 0 || op.token >= config.vocab_size)
       return internal_error("DeviceSamplingBatch: op token outside the vocabulary");
+  }
   const SampleLayout L(s);
   const size_t in_bytes = L.rows_bytes + L.ops_bytes;
   if (in_bytes == 0) return Status();
@@ -43,7 +50,6 @@ Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
     FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(in_bytes * 3 / 2));
   }
   FOLIO_RETURN_IF_ERROR(ensure_device(sample_in, staged.bytes()));
-  FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, L.out_bytes + L.top_bytes));
   FOLIO_RETURN_IF_ERROR(ensure_device(op_saved, std::max<size_t>(16, s.ops.size() * sizeof(float))));
   if (sample_scratch.bytes() == 0) {
     FOLIO_RETURN_IF_ERROR(ensure_device(sample_scratch, cuda::kSampleSplitScratchBytes));
@@ -52,7 +58,17 @@ Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
   auto* h = static_cast<std::byte*>(staged.data());
   std::memcpy(h, s.rows.data(), s.rows.size() * sizeof(DeviceSampleRow));
   if (!s.ops.empty()) std::memcpy(h + L.rows_bytes, s.ops.data(), s.ops.size() * sizeof(LogitOp));
-  return cuda::copy_async(sample_in.data(), staged.data(), in_bytes, nullptr);
+  FOLIO_RETURN_IF_ERROR(cuda::copy_async(sample_in.data(), staged.data(), in_bytes, nullptr));
+  // The ops' placeholders read the previous step's samples, so sample_out may only grow (and
+  // lose them) after this.
+  if (placeholder_ops) {
+    auto* in = static_cast<std::byte*>(sample_in.data());
+    FOLIO_RETURN_IF_ERROR(cuda::resolve_placeholder_ops(
+        reinterpret_cast<const DeviceSampleRow*>(in), static_cast<int>(s.rows.size()),
+        reinterpret_cast<LogitOp*>(in + L.rows_bytes), sample_out.as<cuda::SampleOut>(),
+        placeholder_rows, nullptr));
+  }
+  return ensure_device(sample_out, L.out_bytes + L.top_bytes);
 }
 
 // Samples the rows whose logits_row lies in this chunk [r0, r0 + n) of ForwardBatch::logits_rows

@@ -265,14 +265,21 @@ TEST(CudaEngine, TinyPoolPreemptionMatchesUnconstrainedRun) {
 
 // Async scheduling against synchronous steps on the GPU: the same requests (length limits
 // only, so no stop leaves a wasted token that would change a batch) give bit-identical tokens
-// and logprobs, greedy and seeded sampling, paged and token mode, graphs and eager steps; the
-// async runs do launch steps ahead and resolve placeholders on the device.
+// and logprobs, greedy and seeded sampling, penalties and min_tokens, paged and token mode,
+// graphs and eager steps; the async runs do launch steps ahead and resolve placeholders (inputs
+// and penalty ops) on the device.
 TEST(CudaEngine, AsyncStepsMatchSynchronousSteps) {
   FOLIO_REQUIRE_GPU();
   std::vector<GenerateRequest> reqs = varied_requests(512, 2);
   for (size_t i = 0; i < reqs.size(); i += 2) {
     reqs[i].params.temperature = 0.9f;
     reqs[i].params.seed = 100 + i;
+  }
+  for (size_t i = 0; i < reqs.size(); i += 3) {  // penalties on the token in flight
+    reqs[i].params.repetition_penalty = 1.3f;
+    reqs[i].params.frequency_penalty = 0.4f;
+    reqs[i].params.presence_penalty = 0.2f;
+    reqs[i].params.min_tokens = std::min(3, reqs[i].params.max_tokens);
   }
   for (const bool token : {false, true})
     for (const bool eager : {false, true}) {

@@ -1,12 +1,15 @@
 // Async scheduling (EngineCore::step_async) against synchronous steps, on an executor whose
 // "model" reads its whole context back from its KV cache: each sampled token is a hash of the
-// tokens stored in the sequence's slots (through the block table), of the position, and of the
-// random stream's step and key. A wrong block table, slot, placeholder resolution, copy, swap
-// or RNG step changes the tokens, so the two kinds of step must produce identical outputs.
+// tokens stored in the sequence's slots (through the block table), of the random stream's step
+// and key, and of the row's logit ops (penalties, bias, min_tokens masks) as a set. A wrong
+// block table, slot, placeholder resolution (tokens or ops), copy, swap or RNG step changes the
+// tokens, so the two kinds of step must produce identical outputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
+#include <tuple>
 #include <random>
 
 #include "engine/engine_core.h"
@@ -41,12 +44,18 @@ class KvEchoExecutor final : public Executor {
   Status execute_sampled(const ForwardBatch& b, const DeviceSamplingBatch& s,
                          std::vector<float>& host_logits,
                          std::vector<DeviceSample>& samples) override {
-    if (!s.host_rows.empty()) return unimplemented("kv-echo: no host rows");
-    host_logits.clear();
     std::vector<int32_t> ids = b.token_ids;
     if (!resolve_placeholders(ids, {}))
       return internal_error("a synchronous step got a placeholder");
     samples = run(b, ids, s);
+    // Host rows (beams): logits that are a function of the row's context hash.
+    host_logits.assign(s.host_rows.size() * kVocab, 0.0f);
+    for (size_t k = 0; k < s.host_rows.size(); ++k) {
+      const uint64_t h = context_hash(b, b.logits_rows[static_cast<size_t>(s.host_rows[k])]);
+      for (int v = 0; v < kVocab; ++v)
+        host_logits[k * kVocab + v] =
+            static_cast<float>((h ^ (uint64_t(v) * 0x9E3779B97F4A7C15ull)) % 1000) / 100.0f;
+    }
     return Status();
   }
   bool launches_async() const override { return async_; }
@@ -56,9 +65,13 @@ class KvEchoExecutor final : public Executor {
     std::vector<int32_t> ids = b.token_ids;
     placeholders_seen_ += static_cast<int>(std::count_if(ids.begin(), ids.end(),
                                                          [](int32_t id) { return id < 0; }));
-    if (!resolve_placeholders(ids, last_tokens_))
+    DeviceSamplingBatch resolved = s;
+    placeholder_ops_seen_ += static_cast<int>(std::count_if(
+        s.ops.begin(), s.ops.end(), [](const LogitOp& op) { return op.token < 0; }));
+    if (!resolve_placeholders(ids, last_tokens_) ||
+        !resolve_placeholder_ops(resolved, last_tokens_))
       return internal_error("a placeholder names no sample of the step before");
-    outstanding_.push_back(run(b, ids, s));
+    outstanding_.push_back(run(b, ids, resolved));
     last_tokens_.clear();
     for (const DeviceSample& d : outstanding_.back()) last_tokens_.push_back(d.token_id);
     return Status();
@@ -74,6 +87,7 @@ class KvEchoExecutor final : public Executor {
   void swap_in(std::span<const BlockCopy> c) override { move(c, swap_slots_, slots_); }
 
   int placeholders_seen() const { return placeholders_seen_; }
+  int placeholder_ops_seen() const { return placeholder_ops_seen_; }
 
  private:
   void move(std::span<const BlockCopy> copies, const std::vector<int32_t>& from,
@@ -82,27 +96,32 @@ class KvEchoExecutor final : public Executor {
     for (const BlockCopy& c : copies)
       for (int i = 0; i < bs; ++i) to[c.dst * bs + i] = from[c.src * bs + i];
   }
+  // The context of the sequence holding flattened token `token`, read back from the slots.
+  uint64_t context_hash(const ForwardBatch& b, int token) const {
+    const int bs = kv_.block_size;
+    int seq = 0;
+    while (b.query_start[seq + 1] <= token) ++seq;
+    uint64_t h = 1469598103934665603ull;
+    const int32_t* table = b.block_table.data() + b.block_table_start[seq];
+    for (int p = 0; p < b.context_lens[seq]; ++p) {
+      const int32_t v = slots_[static_cast<size_t>(table[p / bs]) * bs + p % bs];
+      EXPECT_GE(v, 0) << "a context slot was never written";
+      h = (h ^ static_cast<uint64_t>(v + 7)) * 1099511628211ull;
+    }
+    return h;
+  }
   // Writes every token's K/V (its id) into its slot, then samples each row from the context.
   std::vector<DeviceSample> run(const ForwardBatch& b, const std::vector<int32_t>& ids,
                                 const DeviceSamplingBatch& s) {
     for (size_t t = 0; t < ids.size(); ++t)
       if (b.slot_mapping[t] >= 0) slots_[static_cast<size_t>(b.slot_mapping[t])] = ids[t];
     std::vector<DeviceSample> out(s.rows.size());
-    const int bs = kv_.block_size;
     for (size_t j = 0; j < s.rows.size(); ++j) {
       const DeviceSampleRow& r = s.rows[j];
-      const int token = b.logits_rows[static_cast<size_t>(r.logits_row)];
-      int seq = 0;
-      while (b.query_start[seq + 1] <= token) ++seq;
-      uint64_t h = 1469598103934665603ull;
-      const int32_t* table = b.block_table.data() + b.block_table_start[seq];
-      for (int p = 0; p < b.context_lens[seq]; ++p) {
-        const int32_t v = slots_[static_cast<size_t>(table[p / bs]) * bs + p % bs];
-        EXPECT_GE(v, 0) << "a context slot was never written";
-        h = (h ^ static_cast<uint64_t>(v + 7)) * 1099511628211ull;
-      }
+      uint64_t h = context_hash(b, b.logits_rows[static_cast<size_t>(r.logits_row)]);
       if (r.temperature >= 1e-5f)  // sampled rows also depend on the random stream
         h = (h ^ (uint64_t{r.rng_step} << 32 | r.rng_key_lo)) * 1099511628211ull;
+      h = (h ^ ops_hash(s, r)) * 1099511628211ull;
       out[j].token_id = static_cast<int32_t>(h % kVocab);
       out[j].logprob = -static_cast<float>(h % 13);
       out[j].rank = 1;
@@ -110,12 +129,37 @@ class KvEchoExecutor final : public Executor {
     return out;
   }
 
+  // The row's ops per phase as a set (their order within a phase does not matter on a device).
+  static uint64_t ops_hash(const DeviceSamplingBatch& s, const DeviceSampleRow& r) {
+    uint64_t h = 0;
+    int begin = r.op_begin;
+    for (int p = 0; p < 4; ++p) {
+      std::vector<std::tuple<int32_t, int, float, float>> phase;
+      for (int j = begin; j < r.phase_end[p]; ++j) {
+        const LogitOp& op = s.ops[static_cast<size_t>(j)];
+        EXPECT_GE(op.token, 0) << "an unresolved placeholder op";
+        if (op.kind != LogitOpKind::kNone)
+          phase.emplace_back(op.token, static_cast<int>(op.kind), op.a, op.b);
+      }
+      std::sort(phase.begin(), phase.end());
+      for (const auto& [t, k, a, b] : phase) {
+        uint32_t ab[2];
+        std::memcpy(&ab[0], &a, 4);
+        std::memcpy(&ab[1], &b, 4);
+        h = (h ^ (uint64_t(uint32_t(t)) << 8 | uint64_t(k) << 4 | uint64_t(p))) * 1099511628211ull;
+        h = (h ^ (uint64_t{ab[0]} << 32 | ab[1])) * 1099511628211ull;
+      }
+      begin = r.phase_end[p];
+    }
+    return h;
+  }
+
   bool async_;
   KvCacheShape kv_;
   std::vector<int32_t> slots_, swap_slots_;
   std::deque<std::vector<DeviceSample>> outstanding_;
   std::vector<int32_t> last_tokens_;
-  int placeholders_seen_ = 0;
+  int placeholders_seen_ = 0, placeholder_ops_seen_ = 0;
 };
 
 struct Case {
@@ -123,7 +167,7 @@ struct Case {
   int num_blocks = 400;
   PreemptionMode preemption = PreemptionMode::kRecompute;
   int num_requests = 40;
-  bool with_sync_only = false;  // one n = 2 request and one with a penalty among them
+  bool with_sync_only = false;  // a beam search request among them
   int abort_at_step = -1;       // abort request "1" before this step
 };
 
@@ -138,6 +182,7 @@ struct RunOutcome {
   EngineCounters counters;
   int64_t preemptions = 0;
   int placeholders = 0;
+  int placeholder_ops = 0;
 };
 
 std::vector<GenerateRequest> make_requests(const Case& c) {
@@ -159,8 +204,19 @@ std::vector<GenerateRequest> make_requests(const Case& c) {
     if (i % 5 == 2) g.params.stop_token_ids = {static_cast<int32_t>(3 + i % 50)};
     if (i % 6 == 3) g.params.ignore_eos = true;
     if (i % 7 == 4) g.params.logit_bias[kEos] = 3.0f;
-    if (c.with_sync_only && i == 5) g.params.n = 2;
-    if (c.with_sync_only && i == 11) g.params.frequency_penalty = 0.5f;
+    if (i % 4 == 2) g.params.repetition_penalty = 1.3f;
+    if (i % 5 == 1) {
+      g.params.frequency_penalty = 0.5f;
+      g.params.presence_penalty = 0.25f;
+    }
+    if (i % 9 == 3) g.params.presence_penalty = -0.5f;
+    if (i % 8 == 6) g.params.min_tokens = std::min(4, g.params.max_tokens);
+    if (i == 5 || i == 11) g.params.n = 2 + i % 3;  // siblings forked at the prompt's end
+    if (c.with_sync_only && i == 7) {  // beams: steps synchronous while it lives
+      g.params.use_beam_search = true;
+      g.params.n = 2;
+      g.params.temperature = 0.0f;
+    }
     out.push_back(std::move(g));
   }
   return out;
@@ -215,6 +271,7 @@ RunOutcome run(const Case& c, bool async) {
   out.counters = (*engine)->counters();
   out.preemptions = (*engine)->scheduler().stats().num_preemptions;
   out.placeholders = echo->placeholders_seen();
+  out.placeholder_ops = echo->placeholder_ops_seen();
   return out;
 }
 
@@ -223,6 +280,7 @@ void expect_same_outputs(const Case& c) {
   EXPECT_EQ(sync.counters.async_steps, 0);
   EXPECT_GT(async.counters.async_steps, 0);
   EXPECT_GT(async.placeholders, 0) << "no decode input came from the step before";
+  EXPECT_GT(async.placeholder_ops, 0) << "no penalty named a token in flight";
   ASSERT_EQ(sync.outputs.size(), async.outputs.size());
   int stopped = 0;
   for (size_t i = 0; i < sync.outputs.size(); ++i) {

@@ -4,6 +4,7 @@
 // stream; to_token_logprobs appends the chosen token when it is not among the top K.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -22,6 +23,7 @@ void apply_ops(std::vector<float>& row, const DeviceSampleRow& r, const std::vec
       case LogitOpKind::kSet: v = op.a; break;
       case LogitOpKind::kRepetition: v = v > 0.0f ? v / op.a : v * op.a; break;
       case LogitOpKind::kSubTwo: v -= op.a; v -= op.b; break;
+      case LogitOpKind::kNone: break;
     }
   }
 }
@@ -73,6 +75,63 @@ TEST(DeviceSamplingPlan, OpsReproduceTheHostLogitsProcessorsBitForBit) {
     ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * vocab), 0) << "row " << i;
   }
   EXPECT_GT(rows_with_ops, 100);  // the comparison exercised the ops, not only empty plans
+}
+
+// Async steps: a row planned while its last output token is in flight (a placeholder) and then
+// resolved (resolve_placeholder_ops, the device's reference) gives exactly the row planned with
+// that token known: repeated and new tokens, every penalty, min_tokens at its boundary.
+TEST(DeviceSamplingPlan, PlaceholderOpsResolveToTheOpsOfTheKnownToken) {
+  const int vocab = 300;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 4.f);
+  const std::vector<int32_t> eos = {2};
+  PenaltyWorkspace ws(vocab), host_ws(vocab);
+  DeviceSamplingBatch batch;
+  std::vector<int32_t> previous;  // the step before's samples: row i's token in flight is [i]
+  std::vector<std::vector<int32_t>> prompts, outputs;
+  std::vector<SamplingParams> params(200);
+  int named_before = 0, placeholder_ops = 0;
+  for (int i = 0; i < 200; ++i) {
+    SamplingParams& p = params[static_cast<size_t>(i)];
+    p.repetition_penalty = i % 3 == 0 ? 1.2f : 1.0f;
+    p.frequency_penalty = i % 4 == 1 ? 0.3f : (i % 4 == 2 ? 0.0f : 0.7f);
+    p.presence_penalty = i % 5 == 2 ? -0.3f : (i % 5 == 3 ? 0.4f : 0.0f);
+    if (i % 7 == 0) p.min_tokens = 1 + i % 5;
+    prompts.emplace_back(static_cast<size_t>(1 + i % 30));
+    outputs.emplace_back(static_cast<size_t>(i % 6));
+    for (auto& t : prompts.back()) t = static_cast<int32_t>(rng() % 30);
+    for (auto& t : outputs.back()) t = static_cast<int32_t>(rng() % 30);
+    const auto& out = outputs.back();
+    const int32_t in_flight = !out.empty() && rng() % 2 ? out[rng() % out.size()]  // named
+                                                        : static_cast<int32_t>(rng() % 40);
+    previous.push_back(in_flight);
+    named_before += std::count(out.begin(), out.end(), in_flight) > 0;
+    SampleRow sr;
+    sr.params = &p;
+    sr.prompt_token_ids = prompts.back();
+    sr.output_token_ids = out;
+    append_device_sample_row(sr, i, eos, ws, batch, -1 - i);
+    EXPECT_EQ(batch.rows.back().rng_step, out.size() + 1);
+  }
+  for (const LogitOp& op : batch.ops) placeholder_ops += op.token < 0;
+  ASSERT_TRUE(resolve_placeholder_ops(batch, previous));
+  EXPECT_GT(placeholder_ops, 150);
+  EXPECT_GT(named_before, 20);
+  for (int i = 0; i < 200; ++i) {
+    std::vector<int32_t> full = outputs[static_cast<size_t>(i)];
+    full.push_back(previous[static_cast<size_t>(i)]);
+    std::vector<float> row(vocab);
+    for (float& x : row) x = nd(rng);
+    std::vector<float> want = row, got = row;
+    apply_logits_processors(want, params[static_cast<size_t>(i)], prompts[static_cast<size_t>(i)],
+                            full, eos, host_ws);
+    apply_ops(got, batch.rows[static_cast<size_t>(i)], batch.ops);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * vocab), 0) << "row " << i;
+  }
+  std::vector<int32_t> too_few = {1};
+  batch.ops.push_back({-5, LogitOpKind::kRepetition, 1.1f, 0.f});
+  batch.rows.back().phase_end[2] = batch.rows.back().phase_end[3] = static_cast<int32_t>(batch.ops.size());
+  EXPECT_FALSE(resolve_placeholder_ops(batch, too_few));
 }
 
 TEST(DeviceSamplingPlan, TokenLogprobsAppendTheChosenTokenOutsideTheTopK) {

@@ -47,6 +47,7 @@ __global__ void __launch_bounds__(kSampleThreads)
         case LogitOpKind::kSet: v = op.a; break;
         case LogitOpKind::kRepetition: v = v > 0.0f ? v / op.a : v * op.a; break;
         case LogitOpKind::kSubTwo: v -= op.a; v -= op.b; break;
+        case LogitOpKind::kNone: break;
       }
     }
     begin = r.phase_end[p];
