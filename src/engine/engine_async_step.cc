@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/log.h"
 #include "engine/batch_builder.h"
 #include "engine/device_sampling_plan.h"
 #include "engine/engine_core.h"
@@ -73,6 +74,8 @@ Status EngineCore::step_async() {
   FOLIO_RETURN_IF_ERROR(finish_launched(/*in_step=*/true));  // step k, while k+1 runs
   next.advanced = scheduler_->advance(placeholders);
   launched_ = std::move(next);
+  if (config_.log_every_steps > 0 && scheduler_->stats().num_steps % config_.log_every_steps == 0)
+    log_info(scheduler_->summary());
   return Status();
 }
 

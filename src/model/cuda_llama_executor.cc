@@ -327,8 +327,9 @@ Status CudaLlamaExecutor::launch_sampled(const ForwardBatch& batch,
   Impl& m = *impl_;
   if (!m.deferred.ok()) return m.deferred;
   if (!launches_async()) return unimplemented("this executor does not launch steps asynchronously");
-  if (!sampling.host_rows.empty() || sampling.rows.empty() || batch.num_tokens() == 0)
-    return internal_error("launch_sampled: a step with sample rows and no host rows");
+  // A step may sample nothing (only prompt chunks): its collect returns no samples.
+  if (!sampling.host_rows.empty() || batch.num_tokens() == 0)
+    return internal_error("launch_sampled: a step with tokens and no host rows");
   if (m.launched.size() >= 2) return internal_error("launch_sampled: two steps uncollected");
   if (m.sample_ready.ev.empty())
     FOLIO_RETURN_IF_ERROR(m.sample_ready.create(2, cudaEventDisableTiming));

@@ -163,7 +163,8 @@ Status CudaLlamaExecutor::Impl::enqueue_samples(const DeviceSamplingBatch& s) {
     down = cuda::PinnedHostBuffer();
     FOLIO_ASSIGN_OR_RETURN(down, cuda::PinnedHostBuffer::allocate(bytes * 3 / 2));
   }
-  FOLIO_RETURN_IF_ERROR(cuda::copy_async(down.data(), sample_out.data(), bytes, nullptr));
+  if (bytes > 0)  // a step of prompt chunks only samples nothing
+    FOLIO_RETURN_IF_ERROR(cuda::copy_async(down.data(), sample_out.data(), bytes, nullptr));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(sample_ready.ev[static_cast<size_t>(staging)], nullptr));
   launched.push_back(step);
   return Status();

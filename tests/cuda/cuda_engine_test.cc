@@ -271,6 +271,10 @@ TEST(CudaEngine, TinyPoolPreemptionMatchesUnconstrainedRun) {
 TEST(CudaEngine, AsyncStepsMatchSynchronousSteps) {
   FOLIO_REQUIRE_GPU();
   std::vector<GenerateRequest> reqs = varied_requests(512, 2);
+  // First, a prompt of three chunks: the first steps sample nothing (a launch without samples).
+  std::vector<int32_t> long_prompt(700);
+  for (size_t t = 0; t < long_prompt.size(); ++t) long_prompt[t] = static_cast<int32_t>((t * 37) % 512);
+  reqs.insert(reqs.begin(), greedy_request(long_prompt, 8, 2));
   for (size_t i = 0; i < reqs.size(); i += 2) {
     reqs[i].params.temperature = 0.9f;
     reqs[i].params.seed = 100 + i;

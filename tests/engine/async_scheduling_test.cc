@@ -62,6 +62,7 @@ class KvEchoExecutor final : public Executor {
   Status launch_sampled(const ForwardBatch& b, const DeviceSamplingBatch& s) override {
     if (!s.host_rows.empty()) return internal_error("a launched step asked for host rows");
     if (outstanding_.size() >= 2) return internal_error("a third step launched uncollected");
+    empty_launches_ += s.rows.empty();
     std::vector<int32_t> ids = b.token_ids;
     placeholders_seen_ += static_cast<int>(std::count_if(ids.begin(), ids.end(),
                                                          [](int32_t id) { return id < 0; }));
@@ -88,6 +89,7 @@ class KvEchoExecutor final : public Executor {
 
   int placeholders_seen() const { return placeholders_seen_; }
   int placeholder_ops_seen() const { return placeholder_ops_seen_; }
+  int empty_launches() const { return empty_launches_; }
 
  private:
   void move(std::span<const BlockCopy> copies, const std::vector<int32_t>& from,
@@ -159,7 +161,7 @@ class KvEchoExecutor final : public Executor {
   std::vector<int32_t> slots_, swap_slots_;
   std::deque<std::vector<DeviceSample>> outstanding_;
   std::vector<int32_t> last_tokens_;
-  int placeholders_seen_ = 0, placeholder_ops_seen_ = 0;
+  int placeholders_seen_ = 0, placeholder_ops_seen_ = 0, empty_launches_ = 0;
 };
 
 struct Case {
@@ -183,6 +185,7 @@ struct RunOutcome {
   int64_t preemptions = 0;
   int placeholders = 0;
   int placeholder_ops = 0;
+  int empty_launches = 0;  // launched steps that sampled nothing (prompt chunks only)
 };
 
 std::vector<GenerateRequest> make_requests(const Case& c) {
@@ -193,7 +196,8 @@ std::vector<GenerateRequest> make_requests(const Case& c) {
   for (int i = 0; i < c.num_requests; ++i) {
     GenerateRequest g;
     g.request_id = std::to_string(i);
-    const int len = 5 + static_cast<int>(rng() % 40);
+    // Request 0's prompt takes two steps, the first sampling nothing: a launch without samples.
+    const int len = i == 0 ? 100 : 5 + static_cast<int>(rng() % 40);
     if (i % 3 == 0)  // a shared prefix: prefix-cache hits
       g.prompt_token_ids.assign(shared.begin(), shared.begin() + std::min(len, 40));
     for (int k = static_cast<int>(g.prompt_token_ids.size()); k < len; ++k)
@@ -272,6 +276,7 @@ RunOutcome run(const Case& c, bool async) {
   out.preemptions = (*engine)->scheduler().stats().num_preemptions;
   out.placeholders = echo->placeholders_seen();
   out.placeholder_ops = echo->placeholder_ops_seen();
+  out.empty_launches = echo->empty_launches();
   return out;
 }
 
@@ -281,6 +286,9 @@ void expect_same_outputs(const Case& c) {
   EXPECT_GT(async.counters.async_steps, 0);
   EXPECT_GT(async.placeholders, 0) << "no decode input came from the step before";
   EXPECT_GT(async.placeholder_ops, 0) << "no penalty named a token in flight";
+  if (!c.with_sync_only) {  // there the first steps are synchronous (a beam request lives)
+    EXPECT_GT(async.empty_launches, 0) << "no launch without samples";
+  }
   ASSERT_EQ(sync.outputs.size(), async.outputs.size());
   int stopped = 0;
   for (size_t i = 0; i < sync.outputs.size(); ++i) {
