@@ -38,21 +38,29 @@ Result<LatencyIteration> run_iteration(EngineCore& engine, const LatencyConfig& 
     FOLIO_RETURN_IF_ERROR(engine.add_request(std::move(g), sink, /*final_only=*/false));
   }
   // A step ran the full batch alone when it computed and sampled exactly one token per request:
-  // no prefill chunk, no request finished before it.
+  // no prefill chunk, no request finished before it. A synchronous step() computes and samples
+  // the same step. An async one (EngineCounters::async_steps) launches the next step and waits
+  // for the one launched by the call before, whose tokens it samples: its time is that step's,
+  // so that step must have computed the batch (else the first decode call would carry the
+  // wait for the last prefill chunk).
   const int64_t batch = c.batch_size;
   double full_steps_s = 0.0;
   int full_steps = 0;
+  int64_t launched_before = -1;  // tokens computed by the previous async call's launch
   while (engine.has_unfinished()) {
     const EngineCounters before = engine.counters();
     const auto s0 = Clock::now();
     FOLIO_RETURN_IF_ERROR(engine.step());
     const EngineCounters& after = engine.counters();
-    if (after.computed_tokens - before.computed_tokens == batch &&
-        after.generated_tokens - before.generated_tokens == batch &&
+    const int64_t computed = after.computed_tokens - before.computed_tokens;
+    const bool async = after.async_steps > before.async_steps;
+    const int64_t timed_step_tokens = async ? launched_before : computed;
+    if (timed_step_tokens == batch && after.generated_tokens - before.generated_tokens == batch &&
         after.model_steps == before.model_steps + 1) {
       full_steps_s += std::chrono::duration<double>(Clock::now() - s0).count();
       ++full_steps;
     }
+    launched_before = async ? computed : -1;
   }
   const auto t1 = Clock::now();
   if (failed > 0)
