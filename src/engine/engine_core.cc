@@ -39,8 +39,15 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& confi
                           " differs from the engine's " + std::to_string(want_bs));
   if (kv.num_blocks < 1) return invalid_argument("the KV cache has no blocks");
   auto manager = make_kv_cache_manager(config, kv.num_blocks, kv.num_swap_blocks);
-  return std::unique_ptr<EngineCore>(
+  std::unique_ptr<EngineCore> core(
       new EngineCore(config, model, std::move(executor), std::move(tokenizer), std::move(manager)));
+  if (core->async_enabled_)
+    log_info("async scheduling: on (the next step is prepared while the device runs one)");
+  else if (config.async_scheduling)
+    log_debug("async scheduling: off (" + core->executor_->device_name() +
+              (config.device_sampling ? " does not launch steps asynchronously)"
+                                      : ": --no-device-sampling)"));
+  return core;
 }
 
 EngineCore::EngineCore(const EngineConfig& config, const ModelConfig& model,
