@@ -22,7 +22,7 @@
 namespace folio {
 
 bool async_safe(const SamplingParams& p) {
-  return !p.use_beam_search && !p.prompt_logprobs && device_can_sample(p);
+  return !p.use_beam_search && device_can_sample(p);
 }
 
 Status EngineCore::step_async() {

@@ -108,7 +108,7 @@ Status EngineCore::add_request(GenerateRequest req, Sink sink, bool final_only) 
   r->arrival = req.arrival_time;
   r->rng = make_rng_stream(req.params, config_.seed, r->id, 0);
   r->plp_next = req.params.prompt_logprobs ? 0 : len;
-  r->async_safe = async_safe(req.params);
+  r->async_safe = async_safe(req.params) && !req.params.prompt_logprobs;
   Request sr;
   sr.id = r->gid;
   sr.prompt = req.prompt_token_ids;

@@ -258,6 +258,11 @@ void EngineCore::record_prompt_logprobs(RequestState& r, const ScheduledSeq& e,
     r.prompt_logprobs.push_back(en ? std::optional<PositionLogprobs>(to_position(*en))
                                    : std::nullopt);
   r.plp_next = end;
+  // The prompt's logits are all in: the rest of the request may run ahead (request_state.h).
+  if (end == prompt_len && !r.async_safe && async_safe(r.params)) {
+    r.async_safe = true;
+    --num_sync_only_;
+  }
 }
 
 void EngineCore::emit(RequestState& r, bool final_output) {

@@ -54,7 +54,7 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
   c->add_flag("--async-scheduling,!--no-async-scheduling", f.async_scheduling,
               "schedule and prepare the next step while the GPU runs the current one "
               "(default on, one GPU; steps are synchronous while a request needs beam search, "
-              "prompt logprobs or more logprobs than the GPU returns)");
+              "its prompt logprobs or more logprobs than the GPU returns)");
   c->add_option("--max-logprobs", f.max_logprobs, "cap on logprobs / prompt_logprobs")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--seed", f.seed, "engine seed (requests without their own seed)");

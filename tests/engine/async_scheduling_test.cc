@@ -25,11 +25,13 @@ struct Case {
   int num_requests = 40;
   bool with_sync_only = false;  // a beam search request among them
   int abort_at_step = -1;       // abort request "1" before this step
+  int prompt_logprobs_request = -1;  // this request asks for prompt logprobs
 };
 
 struct Finished {
   std::vector<std::vector<int32_t>> tokens;  // per sequence index
   std::vector<std::string> reasons;
+  std::vector<float> prompt_logprobs;  // of the prompt tokens, when asked for
   bool operator==(const Finished&) const = default;
 };
 
@@ -70,6 +72,12 @@ std::vector<GenerateRequest> make_requests(const Case& c) {
     if (i % 9 == 3) g.params.presence_penalty = -0.5f;
     if (i % 8 == 6) g.params.min_tokens = std::min(4, g.params.max_tokens);
     if (i == 5 || i == 11) g.params.n = 2 + i % 3;  // siblings forked at the prompt's end
+    if (i == c.prompt_logprobs_request) {
+      g.params.prompt_logprobs = 2;
+      g.params.max_tokens = 20;  // 100 + 20 tokens fit the 128 context
+      g.params.ignore_eos = true;
+      g.params.stop_token_ids.clear();
+    }
     if (c.with_sync_only && i == 7) {  // beams: steps synchronous while it lives
       g.params.use_beam_search = true;
       g.params.n = 2;
@@ -105,6 +113,7 @@ RunOutcome run(const Case& c, bool async) {
   for (size_t i = 0; i < reqs.size(); ++i) {
     auto* into = &out.outputs[i];
     Status st = (*engine)->add_request(reqs[i], [into](RequestOutput&& o) {
+      for (const auto& p : o.prompt_logprobs) into->prompt_logprobs.push_back(p ? p->logprob : 1.0f);
       for (auto& d : o.deltas) {
         if (into->tokens.size() <= static_cast<size_t>(d.index)) {
           into->tokens.resize(d.index + 1);
@@ -179,6 +188,22 @@ TEST(AsyncScheduling, SwapPreemptionMatches) {
   c.preemption = PreemptionMode::kSwap;
   EXPECT_GT(run(c, true).preemptions, 0);
   expect_same_outputs(c);
+}
+
+// Prompt logprobs need the prompt's logits on the host, so steps are synchronous until that
+// request's prompt is in; then its decode runs ahead like any other.
+TEST(AsyncScheduling, PromptLogprobsAreSynchronousOnlyUntilThePromptIsIn) {
+  Case c;
+  c.num_requests = 1;
+  c.prompt_logprobs_request = 0;  // 100 prompt tokens: two steps
+  const RunOutcome sync = run(c, false), async = run(c, true);
+  ASSERT_EQ(sync.outputs.size(), 1u);
+  EXPECT_EQ(sync.outputs[0].prompt_logprobs.size(), 100u);
+  ASSERT_EQ(sync.outputs[0].tokens.size(), 1u);
+  ASSERT_GE(sync.outputs[0].tokens[0].size(), 3u) << "the request must decode for a while";
+  EXPECT_EQ(sync.outputs[0], async.outputs[0]);
+  EXPECT_GT(async.counters.async_steps, 0);  // its decode, alone, ran ahead
+  EXPECT_LT(async.counters.async_steps, async.counters.model_steps);
 }
 
 // An abort between steps, while the request's token is in flight: the others are untouched (in
