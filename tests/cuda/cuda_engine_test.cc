@@ -279,6 +279,7 @@ TEST(CudaEngine, AsyncStepsMatchSynchronousSteps) {
     reqs[i].params.temperature = 0.9f;
     reqs[i].params.seed = 100 + i;
   }
+  reqs[2].params.prompt_logprobs = 2;  // synchronous steps until its prompt is in
   for (size_t i = 0; i < reqs.size(); i += 3) {  // penalties on the token in flight
     reqs[i].params.repetition_penalty = 1.3f;
     reqs[i].params.frequency_penalty = 0.4f;
@@ -317,6 +318,12 @@ TEST(CudaEngine, AsyncStepsMatchSynchronousSteps) {
         for (size_t t = 0; t < g.logprobs.size(); ++t)
           EXPECT_EQ(g.logprobs[t].logprob, w.logprobs[t].logprob) << what << " request " << i;
         EXPECT_EQ(g.finish_reason, w.finish_reason) << what;
+        const auto& gp = got.outputs[i].prompt_logprobs;
+        const auto& wp = want.outputs[i].prompt_logprobs;
+        ASSERT_EQ(gp.size(), wp.size()) << what << " request " << i;
+        if (i == 2) EXPECT_EQ(gp.size(), reqs[2].prompt_token_ids.size()) << what;
+        for (size_t t = 1; t < gp.size(); ++t)
+          EXPECT_EQ(gp[t]->logprob, wp[t]->logprob) << what << " request " << i;
       }
     }
 }
