@@ -321,7 +321,9 @@ TEST(CudaEngine, AsyncStepsMatchSynchronousSteps) {
         const auto& gp = got.outputs[i].prompt_logprobs;
         const auto& wp = want.outputs[i].prompt_logprobs;
         ASSERT_EQ(gp.size(), wp.size()) << what << " request " << i;
-        if (i == 2) EXPECT_EQ(gp.size(), reqs[2].prompt_token_ids.size()) << what;
+        if (i == 2) {
+          EXPECT_EQ(gp.size(), reqs[2].prompt_token_ids.size()) << what;
+        }
         for (size_t t = 1; t < gp.size(); ++t)
           EXPECT_EQ(gp[t]->logprob, wp[t]->logprob) << what << " request " << i;
       }
