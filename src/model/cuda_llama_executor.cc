@@ -318,35 +318,6 @@ Status CudaLlamaExecutor::execute(const ForwardBatch& batch, std::vector<float>&
   return impl_->forward(batch, impl_->cache, req);
 }
 
-bool CudaLlamaExecutor::launches_async() const {
-  return impl_->shard.world == 1 && !impl_->timer;  // stage times synchronize every step
-}
-
-Status CudaLlamaExecutor::launch_sampled(const ForwardBatch& batch,
-                                         const DeviceSamplingBatch& sampling) {
-  Impl& m = *impl_;
-  if (!m.deferred.ok()) return m.deferred;
-  if (!launches_async()) return unimplemented("this executor does not launch steps asynchronously");
-  // A step may sample nothing (only prompt chunks): its collect returns no samples.
-  if (!sampling.host_rows.empty() || batch.num_tokens() == 0)
-    return internal_error("launch_sampled: a step with tokens and no host rows");
-  if (m.launched.size() >= 2) return internal_error("launch_sampled: two steps uncollected");
-  if (m.sample_ready.ev.empty())
-    FOLIO_RETURN_IF_ERROR(m.sample_ready.create(2, cudaEventDisableTiming));
-  LogitsRequest req;
-  req.sampling = &sampling;
-  req.launch_only = true;
-  m.placeholder_rows = m.launch_rows;
-  Status st = m.forward(batch, m.cache, req);
-  m.placeholder_rows = -1;
-  m.launch_rows = st.ok() ? static_cast<int>(sampling.rows.size()) : -1;
-  return st;
-}
-
-Status CudaLlamaExecutor::collect_samples(std::vector<DeviceSample>& samples) {
-  return impl_->collect_launched(samples);
-}
-
 Status CudaLlamaExecutor::execute_sampled(const ForwardBatch& batch,
                                           const DeviceSamplingBatch& sampling,
                                           std::vector<float>& host_logits,

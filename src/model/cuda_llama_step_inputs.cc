@@ -1,9 +1,7 @@
 // CudaLlamaExecutor: a step's inputs: host-side checks of the ForwardBatch and its upload.
-#include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "backend/cuda/placeholder_tokens.h"
 #include "model/cuda_llama_executor_impl.h"
 
 namespace folio {
@@ -89,14 +87,6 @@ Status CudaLlamaExecutor::Impl::upload(const ForwardBatch& b, StepArrays& d) {
   d.block_table = i32(6);
   d.logits_rows = i32(7);
   return Status();
-}
-
-Status CudaLlamaExecutor::Impl::resolve_placeholders(const ForwardBatch& b, int32_t* ids) {
-  if (placeholder_rows <= 0 ||
-      std::none_of(b.token_ids.begin(), b.token_ids.end(), [](int32_t id) { return id < 0; }))
-    return Status();
-  return cuda::resolve_placeholder_tokens(ids, b.num_tokens(), sample_out.as<cuda::SampleOut>(),
-                                          placeholder_rows, nullptr);
 }
 
 }  // namespace folio
