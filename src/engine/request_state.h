@@ -46,10 +46,10 @@ struct EngineCore::RequestState {
 // A request whose steps may run one ahead of its tokens: no beams (their search needs the
 // logits on the host), sampled on the device. n > 1 siblings each have their own placeholder.
 // Prompt logprobs need the prompt's logits on the host: such a request is not async-safe until
-// its prompt is computed (EngineCore::record_prompt_logprobs then counts it safe). Its last token, while still being sampled,
-// is a placeholder the device resolves: as the next input, and in the penalties' ops
-// (backend/device_sampling.h); min_tokens and the random stream's step count it. Stops (stop
-// strings and tokens, EOS) are applied a step late.
+// its prompt is computed (EngineCore::record_prompt_logprobs then counts it safe). Its last
+// token, while still being sampled, is a placeholder the device resolves: as the next input,
+// and in the penalties' ops (backend/device_sampling.h); min_tokens and the random stream's
+// step count it. Stops (stop strings and tokens, EOS) are applied a step late.
 bool async_safe(const SamplingParams& params);
 
 }  // namespace folio
