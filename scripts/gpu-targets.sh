@@ -15,9 +15,10 @@
 #   here:   scripts/gpu-executor.sh stage
 #   device: run, carry ["build-cudaexec/carry"], command: scripts/gpu-targets.sh
 # On an H100 it takes about 6 minutes (B2_SWAP=1 adds B2 with swap preemption, ~2.5 more);
-# B2_PROMPTS=256 (one wave) shortens B2 for a smoke run. $OUT gets kbench.log, b3.json, b1.json,
-# b1_token.json, b2.json (b2_swap.json), smi-b3/b1/b1_token/b2.csv (the clock and power beside each,
-# summarised in a "power" line) and targets.log (this output).
+# B2_PROMPTS=256 (one wave) shortens B2 for a smoke run; NO_ASYNC=1 runs B3, B1 and B2 with
+# --no-async-scheduling. $OUT gets kbench.log, b3.json, b1.json, b1_token.json, b2.json
+# (b2_swap.json), smi-b3/b1/b1_token/b2.csv (the clock and power beside each, summarised in a
+# "power" line) and targets.log (this output).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu-carry.sh
@@ -34,6 +35,9 @@ FOLIO_CUDA_BENCH=1 FOLIO_BENCH_K2_KERNELS=${K2_KERNEL:-v3tmaq} timeout 120 "$CAR
 grep -E '^K1 copy|^K1 decode .* default|^K2 GEMM|^K2 prefill' "$out/kbench.log"
 
 m=(--model-config configs/llama-3-8b.json --load-format dummy --device cuda)
+# NO_ASYNC=1: B3, B1 and B2 with --no-async-scheduling (steps wait for their tokens), for the
+# A/B against the default; the JSONs say which in their `command`.
+[[ ${NO_ASYNC:-0} == 1 ]] && m+=(--no-async-scheduling)
 # One JSON's figures as "key value" pairs (python3 is on the GPU machine).
 show() {
   python3 - "$@" <<'EOF'
