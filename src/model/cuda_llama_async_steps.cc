@@ -23,8 +23,6 @@ Status CudaLlamaExecutor::launch_sampled(const ForwardBatch& batch,
   if (!sampling.host_rows.empty() || batch.num_tokens() == 0)
     return internal_error("launch_sampled: a step with tokens and no host rows");
   if (m.launched.size() >= 2) return internal_error("launch_sampled: two steps uncollected");
-  if (m.sample_ready.ev.empty())
-    FOLIO_RETURN_IF_ERROR(m.sample_ready.create(2, cudaEventDisableTiming));
   LogitsRequest req;
   req.sampling = &sampling;
   req.launch_only = true;

@@ -299,11 +299,15 @@ Status CudaLlamaExecutor::Impl::deliver_chunk(const LogitsRequest& req, int r0, 
 }
 
 Status CudaLlamaExecutor::Impl::end_logits(const LogitsRequest& req) {
+  // One way down for the samples of both kinds of step: queued to pinned memory behind an
+  // event; a launched step returns without waiting (collect_samples takes them), a synchronous
+  // one collects them at once.
+  if (req.sampling) FOLIO_RETURN_IF_ERROR(enqueue_samples(*req.sampling));
   if (req.launch_only) {
     if (timer) timer->end_step();
-    return enqueue_samples(*req.sampling);  // no wait: collect_samples takes them
+    return Status();
   }
-  if (req.sampling && req.samples) FOLIO_RETURN_IF_ERROR(download_samples(*req.sampling, *req.samples));
+  if (req.sampling) FOLIO_RETURN_IF_ERROR(collect_launched(*req.samples));
   mark("samples_to_host");
   if (timer) timer->end_step();
   return cuda::synchronize();  // surfaces any asynchronous kernel error of this step

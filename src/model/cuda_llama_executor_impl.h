@@ -109,9 +109,9 @@ struct CudaLlamaExecutor::Impl {
   // Device sampling: rows and ops uploaded in one copy, results downloaded in one copy.
   cuda::PinnedHostBuffer sample_host[2];
   cuda::DeviceBuffer sample_in, sample_out, op_saved;
-  // Async steps (Executor::launch_sampled): a launched step's samples come down into
-  // sample_down[slot], where sample_ready's event `slot` marks them; `launched` holds the steps
-  // not yet collected, oldest first. The next launch's placeholders name the sample rows of the
+  // A step's samples come down into sample_down[slot] (pinned), where sample_ready's event
+  // `slot` marks them; `launched` holds the steps not yet collected, oldest first (a
+  // synchronous step collects its own at once; Executor::launch_sampled's wait). The next launch's placeholders name the sample rows of the
   // step launched last (launch_rows; -1 after a synchronous step: no placeholders then), still
   // in sample_out on the device; placeholder_rows is that count during a launched forward.
   struct LaunchedStep {
@@ -249,9 +249,9 @@ struct CudaLlamaExecutor::Impl {
   // cuda_llama_sampling.cc: the device sampler around compute_logits' chunks.
   Status upload_sampling(const DeviceSamplingBatch& s);
   Status sample_chunk(const DeviceSamplingBatch& s, int r0, int n, float* chunk);
-  Status download_samples(const DeviceSamplingBatch& s, std::vector<DeviceSample>& out);
-  // Async steps: the samples' copy to sample_down[staging] queued (end_logits), and taken
-  // (collect_samples) once the oldest launched step's event has fired.
+  // The samples' copy to sample_down[staging] queued behind an event (end_logits), and taken
+  // once the oldest queued step's event has fired: at once for a synchronous step, by
+  // collect_samples for a launched one.
   Status enqueue_samples(const DeviceSamplingBatch& s);
   Status collect_launched(std::vector<DeviceSample>& out);
   // Resolves the step's placeholder token ids (already uploaded to `ids`) from the samples of

@@ -1,6 +1,7 @@
 // CudaLlamaExecutor's device sampling (backend/cuda/sample_rows.h) around compute_logits: the
 // step's sampling rows and ops go up in one copy before the lm_head chunks, each chunk samples
-// its rows while its logits are on the device, and the results come down in one copy.
+// its rows while its logits are on the device, and the results come down in one copy to pinned
+// memory behind an event (collected at once, or by collect_samples for a launched step).
 #include <cstring>
 
 #include "backend/cuda/cuda_check.h"
@@ -130,28 +131,10 @@ bool any_top(const DeviceSamplingBatch& s) {
 
 }  // namespace
 
-Status CudaLlamaExecutor::Impl::download_samples(const DeviceSamplingBatch& s,
-                                                 std::vector<DeviceSample>& result) {
-  const SampleLayout L(s);
-  const size_t R = s.rows.size();
-  result.clear();
-  if (R == 0) return Status();
-  const bool top = any_top(s);
-  std::vector<cuda::SampleOut> outs(R);
-  std::vector<cuda::TopEntry> tops;
-  FOLIO_RETURN_IF_ERROR(cuda::copy(outs.data(), sample_out.data(), R * sizeof(cuda::SampleOut)));
-  if (top) {
-    tops.resize(R * kMaxDeviceLogprobs);
-    FOLIO_RETURN_IF_ERROR(cuda::copy(tops.data(), static_cast<std::byte*>(sample_out.data()) + L.out_bytes,
-                                     L.top_bytes));
-  }
-  unpack_samples(outs.data(), top ? tops.data() : nullptr, R, result);
-  return Status();
-}
-
 // sample_down[staging] holds [SampleOut x rows] then, when any row asked for logprobs, the
 // [TopEntry x rows x K] block, at the offsets of sample_out.
 Status CudaLlamaExecutor::Impl::enqueue_samples(const DeviceSamplingBatch& s) {
+  if (sample_ready.ev.empty()) FOLIO_RETURN_IF_ERROR(sample_ready.create(2, cudaEventDisableTiming));
   const SampleLayout L(s);
   LaunchedStep step;
   step.slot = staging;
@@ -171,7 +154,7 @@ Status CudaLlamaExecutor::Impl::enqueue_samples(const DeviceSamplingBatch& s) {
 }
 
 Status CudaLlamaExecutor::Impl::collect_launched(std::vector<DeviceSample>& result) {
-  if (launched.empty()) return internal_error("collect_samples: no step launched");
+  if (launched.empty()) return internal_error("collect_samples: no samples queued");
   const LaunchedStep step = launched.front();
   launched.pop_front();
   // Surfaces any asynchronous error of the step, as the synchronous path's synchronize does.
