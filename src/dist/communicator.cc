@@ -29,6 +29,8 @@ struct NcclApi {
                             cudaStream_t) = nullptr;
   ncclResult_t (*AllGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
                             cudaStream_t) = nullptr;
+  ncclResult_t (*Broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
+                            cudaStream_t) = nullptr;
   const char* (*GetErrorString)(ncclResult_t) = nullptr;
   const char* (*GetLastError)(ncclComm_t) = nullptr;
 };
@@ -68,6 +70,7 @@ Result<const NcclApi*> nccl() {
     sym(api.CommAbort, "ncclCommAbort");
     sym(api.AllReduce, "ncclAllReduce");
     sym(api.AllGather, "ncclAllGather");
+    sym(api.Broadcast, "ncclBroadcast");
     sym(api.GetErrorString, "ncclGetErrorString");
     sym(api.GetLastError, "ncclGetLastError");
   });
@@ -205,6 +208,14 @@ Status Communicator::all_gather(const void* send, void* recv, size_t count, Comm
   const ncclResult_t r =
       api->AllGather(send, recv, count, nccl_type(type), comm, static_cast<cudaStream_t>(stream));
   return wait_ready(*api, comm, r, timeout_s_, "all-gather");
+}
+
+Status Communicator::broadcast(void* buf, size_t count, CommType type, int root, void* stream) {
+  FOLIO_ASSIGN_OR_RETURN(const NcclApi* api, nccl());
+  auto comm = static_cast<ncclComm_t>(comm_);
+  const ncclResult_t r = api->Broadcast(buf, buf, count, nccl_type(type), root, comm,
+                                        static_cast<cudaStream_t>(stream));
+  return wait_ready(*api, comm, r, timeout_s_, "broadcast");
 }
 
 }  // namespace folio

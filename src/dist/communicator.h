@@ -55,6 +55,8 @@ class Communicator {
   // recv = [rank 0's send, rank 1's send, ...], `count` elements each.
   Status all_gather(const void* send, void* recv, size_t count, CommType type,
                     void* stream = nullptr);
+  // buf = root's buf on every rank, in place, `count` elements.
+  Status broadcast(void* buf, size_t count, CommType type, int root, void* stream = nullptr);
 
  private:
   Communicator() = default;

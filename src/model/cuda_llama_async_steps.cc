@@ -10,8 +10,10 @@
 
 namespace folio {
 
+// Under tensor parallelism every rank launches the step (CudaTpExecutor); rank 0 samples and
+// shares the samples, and only rank 0's are collected.
 bool CudaLlamaExecutor::launches_async() const {
-  return impl_->shard.world == 1 && !impl_->timer;  // stage times synchronize every step
+  return !impl_->timer;  // stage times synchronize every step
 }
 
 Status CudaLlamaExecutor::launch_sampled(const ForwardBatch& batch,

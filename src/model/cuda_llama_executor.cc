@@ -32,6 +32,7 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
                                         const LogitsRequest& req) {
   FOLIO_RETURN_IF_ERROR(validate(b, c));
   staging ^= 1;  // this step's pinned staging copies (see Impl::staging)
+  FOLIO_RETURN_IF_ERROR(wait_staging_slot());
   const int T = b.num_tokens();
   if (T == 0) {
     if (req.host_logits) req.host_logits->clear();

@@ -124,6 +124,12 @@ struct CudaLlamaExecutor::Impl {
   cuda::CudaEvents sample_ready;
   int launch_rows = -1;
   int placeholder_rows = -1;
+  // Tensor parallelism: rank 0 samples and broadcasts the launched step's SampleOut rows into
+  // every rank's sample_out (the other ranks' placeholders read them). A rank other than 0
+  // collects nothing, so it marks its launched steps' ends here and waits for the step that
+  // used a staging slot before packing into it again (rank 0's wait is its collect).
+  cuda::CudaEvents rank_step_done;
+  bool rank_step_pending[2] = {false, false};
   cuda::DeviceBuffer sample_scratch;  // the split sampler's (sample_rows.h), zeroed once
   std::unique_ptr<cuda::StageTimer> timer;  // FOLIO_CUDA_STAGE_TIMES=1 only
 
@@ -253,6 +259,11 @@ struct CudaLlamaExecutor::Impl {
   // once the oldest queued step's event has fired: at once for a synchronous step, by
   // collect_samples for a launched one.
   Status enqueue_samples(const DeviceSamplingBatch& s);
+  // TP, launched steps: rank 0's samples of this step to every rank (compute_logits_tp), and a
+  // non-root rank's mark of the step's end / wait before reusing its staging slot.
+  Status broadcast_samples(const LogitsRequest& req);
+  Status mark_rank_step_end();
+  Status wait_staging_slot();
   Status collect_launched(std::vector<DeviceSample>& out);
   // Resolves the step's placeholder token ids (already uploaded to `ids`) from the samples of
   // the step launched before, when it has any.

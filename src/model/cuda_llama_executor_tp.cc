@@ -1,11 +1,14 @@
 // CudaLlamaExecutor's tensor-parallel pieces: the all-reduce after the embedding, attention and
-// the MLP, the vocabulary-parallel logits gathered to rank 0, and the host-side barrier. Alone
+// the MLP, the vocabulary-parallel logits gathered to rank 0, a launched step's samples shared
+// from rank 0, and the host-side barrier. Alone
 // (world 1) the all-reduce and the barrier are no-ops and compute_logits_tp is not used.
 #include <algorithm>
 #include <string>
 
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/embedding.h"
 #include "backend/cuda/rms_norm.h"
+#include "backend/cuda/sample_rows.h"
 #include "model/cuda_llama_executor_impl.h"
 
 namespace folio {
@@ -71,8 +74,40 @@ Status CudaLlamaExecutor::Impl::compute_logits_tp(const ForwardBatch& b, const S
     }
     FOLIO_RETURN_IF_ERROR(deliver_chunk(req, r0, n, logits.as<float>(), next_host));
   }
+  if (req.launch_only) FOLIO_RETURN_IF_ERROR(broadcast_samples(req));
   if (root) return end_logits(req);
+  if (req.launch_only) return mark_rank_step_end();
   return cuda::synchronize();
+}
+
+// Every rank gets rank 0's SampleOut rows (the tokens; 16 bytes a row) in its sample_out, where
+// the next launched step's placeholders are resolved. Each rank got the same sampling rows, so
+// the sizes agree; a step that samples nothing broadcasts nothing on every rank.
+Status CudaLlamaExecutor::Impl::broadcast_samples(const LogitsRequest& req) {
+  const size_t rows = req.sampling ? req.sampling->rows.size() : 0;
+  const size_t words = (rows * sizeof(cuda::SampleOut) + 15) / 16 * 4;
+  if (words == 0) return Status();
+  // On rank 0 upload_sampling sized it already; elsewhere growing it here is safe: this step's
+  // placeholders were resolved from the old contents earlier on the stream.
+  if (shard.rank != 0) FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, words * 4));
+  FOLIO_RETURN_IF_ERROR(tp->comm->broadcast(sample_out.data(), words, CommType::kI32, 0, nullptr));
+  mark("sample_broadcast");
+  return Status();
+}
+
+Status CudaLlamaExecutor::Impl::mark_rank_step_end() {
+  if (rank_step_done.ev.empty())
+    FOLIO_RETURN_IF_ERROR(rank_step_done.create(2, cudaEventDisableTiming));
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(rank_step_done.ev[static_cast<size_t>(staging)], nullptr));
+  rank_step_pending[staging] = true;
+  return Status();
+}
+
+Status CudaLlamaExecutor::Impl::wait_staging_slot() {
+  if (!rank_step_pending[staging]) return Status();
+  rank_step_pending[staging] = false;
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(rank_step_done.ev[static_cast<size_t>(staging)]));
+  return Status();
 }
 
 }  // namespace folio

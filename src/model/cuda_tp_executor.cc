@@ -138,15 +138,42 @@ Status CudaTpExecutor::execute_on_ranks(const ForwardBatch& batch,
                                         const DeviceSamplingBatch* sampling,
                                         std::vector<float>& logits,
                                         std::vector<DeviceSample>* samples) {
-  // A rank whose copy/swap failed would leave the step at once while the others wait for it in
-  // the first all-reduce: check them all before starting.
-  for (int r = 0; r < world(); ++r)
-    if (Status st = g_->ranks[r].exec->pending_error(); !st.ok())
-      return Status(st.code(), "tensor-parallel rank " + std::to_string(r) + ": " + st.message());
+  FOLIO_RETURN_IF_ERROR(ranks_pending_error());
   return g_->threads.run([&](int r) {
     Group::Rank& rank = g_->ranks[r];
     if (r == 0 && sampling) return rank.exec->execute_sampled(batch, *sampling, logits, *samples);
     return rank.exec->execute(batch, r == 0 ? logits : rank.scratch_logits);
+  });
+}
+
+// A rank whose copy/swap failed would leave the step at once while the others wait for it in
+// the first all-reduce: check them all before starting.
+Status CudaTpExecutor::ranks_pending_error() const {
+  for (int r = 0; r < world(); ++r)
+    if (Status st = g_->ranks[r].exec->pending_error(); !st.ok())
+      return Status(st.code(), "tensor-parallel rank " + std::to_string(r) + ": " + st.message());
+  return Status();
+}
+
+bool CudaTpExecutor::launches_async() const {
+  for (const Group::Rank& rank : g_->ranks)
+    if (!rank.exec->launches_async()) return false;
+  return true;
+}
+
+// Each rank's launch returns once its work is queued; the collectives inside pair up on the
+// devices. Every rank gets the same sampling rows (the other ranks need their count).
+Status CudaTpExecutor::launch_sampled(const ForwardBatch& batch,
+                                      const DeviceSamplingBatch& sampling) {
+  FOLIO_RETURN_IF_ERROR(ranks_pending_error());
+  return g_->threads.run(
+      [&](int r) { return g_->ranks[r].exec->launch_sampled(batch, sampling); });
+}
+
+// On rank 0's thread, where its executor's state lives (the other ranks have nothing to do).
+Status CudaTpExecutor::collect_samples(std::vector<DeviceSample>& samples) {
+  return g_->threads.run([&](int r) {
+    return r == 0 ? g_->ranks[0].exec->collect_samples(samples) : Status();
   });
 }
 

@@ -54,6 +54,11 @@ class CudaTpExecutor final : public Executor {
   Status execute_sampled(const ForwardBatch& batch, const DeviceSamplingBatch& sampling,
                          std::vector<float>& host_logits,
                          std::vector<DeviceSample>& samples) override;
+  // Async scheduling: every rank launches the step (rank 0 samples and broadcasts the tokens to
+  // the others, whose placeholders read them); only rank 0's samples are collected.
+  bool launches_async() const override;
+  Status launch_sampled(const ForwardBatch& batch, const DeviceSamplingBatch& sampling) override;
+  Status collect_samples(std::vector<DeviceSample>& samples) override;
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void swap_out(std::span<const BlockCopy> copies) override;
   void swap_in(std::span<const BlockCopy> copies) override;
@@ -62,6 +67,8 @@ class CudaTpExecutor final : public Executor {
 
  private:
   explicit CudaTpExecutor(std::unique_ptr<Group> group);
+  // Ok, or the first rank's deferred copy/swap failure.
+  Status ranks_pending_error() const;
   // Runs the step on every rank; rank 0 samples when `sampling` is given.
   Status execute_on_ranks(const ForwardBatch& batch, const DeviceSamplingBatch* sampling,
                           std::vector<float>& logits, std::vector<DeviceSample>* samples);

@@ -53,7 +53,7 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
               "sample on the GPU so logits stay there (default on; off: host sampler)");
   c->add_flag("--async-scheduling,!--no-async-scheduling", f.async_scheduling,
               "schedule and prepare the next step while the GPU runs the current one "
-              "(default on, one GPU; steps are synchronous while a request needs beam search, "
+              "(default on, CUDA; steps are synchronous while a request needs beam search, "
               "its prompt logprobs or more logprobs than the GPU returns)");
   c->add_option("--max-logprobs", f.max_logprobs, "cap on logprobs / prompt_logprobs")
       ->check(CLI::NonNegativeNumber);
