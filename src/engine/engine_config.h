@@ -30,12 +30,15 @@ struct EngineConfig {
   // Tensor parallelism (CUDA): the model is split over this many GPUs of the host, one scheduler
   // and KV manager for all of them (model/cuda_tp_executor.h).
   int tensor_parallel_size = 1;
+  // vLLM's --disable-custom-all-reduce turns this off: under TP, small all-reduces (decode
+  // steps) go by peer stores over NVLink (backend/cuda/peer_all_reduce.h) instead of NCCL.
+  bool custom_all_reduce = true;
   bool enable_prefix_caching = true;
   // Sample on the device when the backend can (the CUDA executor): logits stay on the GPU. Off:
   // every logits row comes to the host and the host Sampler draws (same contract, for checks).
   bool device_sampling = true;
   // vLLM's --async-scheduling: where the backend launches steps asynchronously (the CUDA
-  // executor on one GPU), the next step is scheduled and its inputs built while the device runs
+  // executor, one GPU or tensor parallel), the next step is scheduled and its inputs built while the device runs
   // the current one (EngineCore::step). Off: every step waits for its tokens first.
   bool async_scheduling = true;
   // vLLM's --enforce-eager: run every step op by op (no CUDA graphs for decode steps).

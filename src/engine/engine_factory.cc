@@ -83,6 +83,7 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const
   x.max_model_len = c.sched.max_model_len;
   x.seed = c.seed;
   x.cuda_graphs = !c.enforce_eager;
+  x.custom_all_reduce = c.custom_all_reduce;
   std::unique_ptr<Checkpoint> ck;
   if (!dummy) {
     FOLIO_ASSIGN_OR_RETURN(Checkpoint opened, Checkpoint::open(o.model_dir));

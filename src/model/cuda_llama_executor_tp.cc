@@ -28,7 +28,10 @@ Status CudaLlamaExecutor::pending_error() const {
 // nothing to sum, and an empty stage would only show the timer's own event overhead.
 Status CudaLlamaExecutor::Impl::tp_all_reduce(void* buf, size_t elements) {
   if (!tp || shard.world == 1) return Status();
-  FOLIO_RETURN_IF_ERROR(tp->comm->all_reduce_sum(buf, elements, comm_type(dt), stream));
+  if (tp->peer && cuda::peer_all_reduce_fits(*tp->peer, elements * cuda::dtype_size(dt)))
+    FOLIO_RETURN_IF_ERROR(cuda::peer_all_reduce_sum(*tp->peer, dt, buf, elements, stream));
+  else
+    FOLIO_RETURN_IF_ERROR(tp->comm->all_reduce_sum(buf, elements, comm_type(dt), stream));
   mark("all_reduce");
   return Status();
 }

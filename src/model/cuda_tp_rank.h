@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "backend/cuda/peer_all_reduce.h"
 #include "base/status.h"
 #include "dist/communicator.h"
 #include "dist/tp_shard.h"
@@ -22,6 +23,8 @@ struct CudaTpRank {
   // minimum of the values over the ranks, or an error when any rank's status is one (or a rank
   // has given up).
   std::function<Result<int64_t>(const Status&, int64_t)> agree;
+  // Every rank's peer all-reduce buffers (small all-reduces); nullptr: NCCL for all.
+  const cuda::PeerAllReduceView* peer = nullptr;
 };
 
 // The model as one rank sees it: its heads, KV heads and intermediate features; vocab_size stays

@@ -15,6 +15,9 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
   c->add_option("--tensor-parallel-size", f.tensor_parallel_size,
                 "GPUs to split the model over (CUDA, one host; also -tp)")
       ->check(CLI::PositiveNumber);
+  c->add_flag("--disable-custom-all-reduce", f.disable_custom_all_reduce,
+              "tensor parallel: every all-reduce by NCCL (default: small ones by peer stores "
+              "over NVLink where every GPU reaches every other)");
   c->add_option("--load-format", f.load.load_format, "auto | dummy (random weights)");
   c->add_option("--model-config", f.load.model_config_file, "config.json for --load-format dummy");
   c->add_option("--kv-cache-mode", f.kv_cache_mode, "paged (PagedAttention) | token (TokenAttention)")
@@ -87,6 +90,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.gpu_memory_utilization = f.gpu_memory_utilization;
   c.dtype = f.dtype;
   c.tensor_parallel_size = f.tensor_parallel_size;
+  c.custom_all_reduce = !f.disable_custom_all_reduce;
   c.enable_prefix_caching = f.enable_prefix_caching;
   c.device_sampling = f.device_sampling;
   c.async_scheduling = f.async_scheduling;

@@ -29,6 +29,7 @@ struct EngineFlags {
   std::string dtype = "auto";
   std::string kv_cache_dtype = "auto";  // checked by to_engine_config (parse_kv_cache_dtype)
   int tensor_parallel_size = 1;
+  bool disable_custom_all_reduce = false;
   bool enable_prefix_caching = true;
   bool device_sampling = true;
   bool async_scheduling = true;

@@ -1,0 +1,193 @@
+// The peer all-reduce (backend/cuda/peer_all_reduce.h) on 2+ GPUs against the host's sum of the
+// ranks' inputs in rank order (fp32, rounded once: the bits every rank must get), over sizes
+// from one vector to the buffers' limit, many calls in a row (both staging halves, the flags'
+// counters) and inside CUDA graphs replayed. PeerAllReduceBench (FOLIO_CUDA_BENCH=1) times it
+// against NCCL's all-reduce per message size, both replayed from graphs. Skips without 2 GPUs.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/cuda_graph.h"
+#include "backend/cuda/peer_all_reduce.h"
+#include "bench_util.h"
+#include "cuda_test_util.h"
+#include "dist/communicator.h"
+#include "dist/rank_threads.h"
+
+namespace folio::cuda {
+namespace {
+
+using testing::from_bits;
+using testing::to_bits;
+
+int gpus() {
+  auto n = device_count();
+  return n.ok() ? *n : 0;
+}
+
+// Every rank's buffers, made and freed on the rank's thread (its device current).
+struct PeerGroup {
+  explicit PeerGroup(int world, size_t max_bytes) : threads(world), ranks(world), bufs(world) {
+    status = threads.run([&](int r) -> Status {
+      FOLIO_RETURN_IF_ERROR(set_device(r));
+      FOLIO_RETURN_IF_ERROR(PeerAllReduceRank::enable_peer_access(r, world));
+      FOLIO_ASSIGN_OR_RETURN(ranks[r], PeerAllReduceRank::allocate(r, world, max_bytes));
+      FOLIO_ASSIGN_OR_RETURN(bufs[r], DeviceBuffer::allocate(max_bytes));
+      return Status();
+    });
+    if (!status.ok()) return;
+    std::vector<PeerAllReduceRank*> views;
+    for (auto& r : ranks) views.push_back(r.get());
+    PeerAllReduceRank::connect(views);
+  }
+  ~PeerGroup() {
+    (void)threads.run([&](int r) {
+      bufs[r] = DeviceBuffer();
+      ranks[r].reset();
+      return Status();
+    });
+  }
+  int world() const { return threads.world(); }
+  RankThreads threads;
+  std::vector<std::unique_ptr<PeerAllReduceRank>> ranks;
+  std::vector<DeviceBuffer> bufs;
+  Status status;
+};
+
+// The sum of the ranks' element i in rank order in fp32, rounded once.
+std::vector<uint16_t> reference_sum(DType dt, const std::vector<std::vector<uint16_t>>& in) {
+  std::vector<uint16_t> out(in[0].size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    float acc = 0.0f;
+    for (const auto& rank : in) acc += from_bits(dt, rank[i]);
+    out[i] = to_bits(dt, acc);
+  }
+  return out;
+}
+
+constexpr size_t kMaxBytes = size_t{2} << 20;
+
+TEST(PeerAllReduce, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
+  FOLIO_REQUIRE_GPU();
+  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
+    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  const int world = gpus() >= 4 && PeerAllReduceRank::all_peers_reachable(4) ? 4 : 2;
+  PeerGroup g(world, kMaxBytes);
+  FOLIO_ASSERT_OK(g.status);
+  std::mt19937 rng(5);
+  int calls = 0;
+  for (const DType dt : {DType::kBF16, DType::kFP16})
+    for (const size_t elems : {size_t{8}, size_t{4096}, size_t{3 * 4096 + 8}, size_t{64 * 4096},
+                               size_t{333 * 1024}, kMaxBytes / 2}) {
+      for (int round = 0; round < 3; ++round, ++calls) {
+        std::vector<std::vector<uint16_t>> in(world, std::vector<uint16_t>(elems));
+        for (auto& rank : in)
+          for (auto& b : rank) b = to_bits(dt, std::uniform_real_distribution<float>(-4, 4)(rng));
+        std::vector<std::vector<uint16_t>> out(world, std::vector<uint16_t>(elems));
+        FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
+          FOLIO_RETURN_IF_ERROR(copy(g.bufs[r].data(), in[r].data(), elems * 2));
+          FOLIO_RETURN_IF_ERROR(peer_all_reduce_sum(g.ranks[r]->view(), dt, g.bufs[r].data(),
+                                                    elems, nullptr));
+          return copy(out[r].data(), g.bufs[r].data(), elems * 2);
+        }));
+        const std::vector<uint16_t> want = reference_sum(dt, in);
+        for (int r = 0; r < world; ++r)
+          ASSERT_EQ(out[r], want) << dtype_name(dt) << " " << elems << " elements, rank " << r
+                                  << ", round " << round;
+      }
+    }
+  std::printf("peer all-reduce over %d ranks: %d calls bit-exact\n", world, calls);
+}
+
+// Three calls captured in one graph per rank, replayed twice: the call counters live on the
+// device, so replays keep pairing the ranks' calls and alternating the staging halves.
+TEST(PeerAllReduce, ReplaysFromCudaGraphs) {
+  FOLIO_REQUIRE_GPU();
+  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
+    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  const int world = 2;
+  const DType dt = DType::kBF16;
+  const size_t elems = 16 * 4096;
+  PeerGroup g(world, kMaxBytes);
+  FOLIO_ASSERT_OK(g.status);
+  std::mt19937 rng(9);
+  std::vector<std::vector<uint16_t>> in(world, std::vector<uint16_t>(elems));
+  for (auto& rank : in)
+    for (auto& b : rank) b = to_bits(dt, std::uniform_real_distribution<float>(-1, 1)(rng));
+  std::vector<std::vector<uint16_t>> out(world, std::vector<uint16_t>(elems));
+  FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
+    FOLIO_RETURN_IF_ERROR(copy(g.bufs[r].data(), in[r].data(), elems * 2));
+    auto graph = CudaGraph::capture([&](void* s) -> Status {
+      for (int i = 0; i < 3; ++i)
+        FOLIO_RETURN_IF_ERROR(
+            peer_all_reduce_sum(g.ranks[r]->view(), dt, g.bufs[r].data(), elems, s));
+      return Status();
+    });
+    if (!graph.ok()) return graph.status();
+    for (int replay = 0; replay < 2; ++replay) FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
+    FOLIO_RETURN_IF_ERROR(synchronize());
+    return copy(out[r].data(), g.bufs[r].data(), elems * 2);
+  }));
+  std::vector<std::vector<uint16_t>> want = in;
+  for (int call = 0; call < 6; ++call) {
+    const std::vector<uint16_t> s = reference_sum(dt, want);
+    for (auto& rank : want) rank = s;
+  }
+  for (int r = 0; r < world; ++r) EXPECT_EQ(out[r], want[r]) << "rank " << r;
+}
+
+// Microseconds per all-reduce of each size, peer stores against NCCL, each as 100 calls
+// captured in a graph and replayed (what decode steps do).
+TEST(PeerAllReduceBench, AgainstNccl) {
+  FOLIO_REQUIRE_GPU();
+  if (!bench::bench_enabled()) GTEST_SKIP() << "FOLIO_CUDA_BENCH=1 runs the benchmarks";
+  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2)) GTEST_SKIP() << "needs 2 GPUs";
+  const int world = 2, calls = 100;
+  const size_t max_bytes = size_t{8} << 20;
+  PeerGroup g(world, max_bytes);
+  FOLIO_ASSERT_OK(g.status);
+  auto id = Communicator::unique_id();
+  if (!id.ok()) GTEST_SKIP() << id.status().message();
+  std::vector<std::unique_ptr<Communicator>> comms(world);
+  FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
+    FOLIO_ASSIGN_OR_RETURN(comms[r], Communicator::init(*id, r, world));
+    return memset_async(g.bufs[r].data(), 0, max_bytes);
+  }));
+  for (size_t bytes = 8 << 10; bytes <= max_bytes; bytes *= 2) {
+    double us[2] = {0, 0};
+    for (int nccl = 0; nccl < 2; ++nccl) {
+      std::vector<double> rank_us(world);
+      FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
+        auto graph = CudaGraph::capture([&](void* s) -> Status {
+          for (int i = 0; i < calls; ++i)
+            FOLIO_RETURN_IF_ERROR(
+                nccl ? comms[r]->all_reduce_sum(g.bufs[r].data(), bytes / 2, CommType::kBF16, s)
+                     : peer_all_reduce_sum(g.ranks[r]->view(), DType::kBF16, g.bufs[r].data(),
+                                           bytes / 2, s));
+          return Status();
+        });
+        if (!graph.ok()) return graph.status();
+        FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));  // warm-up
+        FOLIO_RETURN_IF_ERROR(synchronize());
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int rep = 0; rep < 5; ++rep) FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
+        FOLIO_RETURN_IF_ERROR(synchronize());
+        rank_us[r] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                         .count() / (5.0 * calls);
+        return Status();
+      }));
+      us[nccl] = rank_us[0];
+    }
+    std::printf("all-reduce %7zu KiB bf16 over 2 GPUs: peer %7.2f us, NCCL %7.2f us (%.2fx)\n",
+                bytes >> 10, us[0], us[1], us[1] / us[0]);
+  }
+  FOLIO_ASSERT_OK(g.threads.run([&](int r) {
+    comms[r].reset();
+    return Status();
+  }));
+}
+
+}  // namespace
+}  // namespace folio::cuda
