@@ -30,6 +30,9 @@ struct CudaTpExecutor::Group {
   std::string name;
 
   ~Group() {
+    // Every device idle first: a rank's peer all-reduce stores into the others' staging, which
+    // must outlive every kernel still queued anywhere.
+    (void)threads.run([](int) { return cuda::synchronize(); });
     // Executors and communicators are torn down on their own thread (their device current).
     (void)threads.run([this](int r) {
       ranks[r].exec.reset();
