@@ -48,9 +48,9 @@ namespace {
 // The largest all-reduce by peer stores: decode steps' activations, [max_num_seqs, hidden] of
 // 16-bit elements, up to a cap. Each rank stores its message to world - 1 peers, while NCCL's
 // ring moves about twice the message whatever the world, so the cap shrinks with the world. On
-// two H200s (PeerAllReduceBench) peer stores take 5.6 us at 8 KiB against NCCL's 15.6, 13 us at
-// 2 MiB against 36, 21 us at 4 MiB against 42.
-constexpr size_t kPeerAllReduceCapBytes = size_t{4} << 20;
+// two H200s (PeerAllReduceBench) peer stores take 4.1 us at 8 KiB against NCCL's 19.7, 11.6 us
+// at 2 MiB against 38.1, 36.9 us at 8 MiB against 56.8.
+constexpr size_t kPeerAllReduceCapBytes = size_t{8} << 20;
 
 size_t peer_all_reduce_bytes(const ModelConfig& c, const CudaExecutorOptions& o, int world) {
   const size_t decode = static_cast<size_t>(std::max(1, o.max_num_seqs)) * c.hidden_size * 2;

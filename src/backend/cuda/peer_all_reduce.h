@@ -1,11 +1,10 @@
 // Peer all-reduce: the sum over the tensor-parallel ranks of one process, for the small
 // activations of decode steps, by direct stores over NVLink (peer access) instead of NCCL. The
-// same idea as vLLM's and TensorRT-LLM's custom all-reduce; NCCL's ring pays several
-// microseconds of protocol per call, which at batch 1 is 65 calls a step.
+// same idea as vLLM's and TensorRT-LLM's custom all-reduce; NCCL's ring pays ~15 us of
+// protocol per call, and a batch-1 step makes 65 calls (two H200s: 4.1 us against 19.7 at 8 KiB).
 //
 // One shot, push: each rank stores its elements into slot [rank] of every rank's staging
-// buffer, raises a flag per (block, rank) on every rank (release at system scope after a system
-// fence), waits for every rank's flag (acquire), then sums the `world` slots of its own staging
+// buffer, raises a flag per (block, rank) on every rank (a release at system scope), waits for every rank's flag (acquire), then sums the `world` slots of its own staging
 // in rank order in fp32 and rounds once: every rank gets the same bits. Staging comes in two
 // halves used by alternate calls (parity of the per-block call counter kept on the device, so it
 // works inside CUDA graphs): call n+2 writes where call n was read only after every rank raised
