@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "backend/cuda/embedding.h"
 #include "backend/cuda/kv_cache_ops.h"
@@ -77,7 +78,9 @@ Status CudaLlamaExecutor::Impl::run_layers(StepShape sh, const StepArrays& d, co
                                         config.hidden_size, shard.local_vocab, stream,
                                         shard.vocab_start));
   mark("embedding");
-  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), static_cast<size_t>(sh.tokens) * config.hidden_size));
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce_norm(
+      x.data(), sh.tokens, qkv_norm_in_skinny(0, sh.tokens) ? nullptr : weights.layers[0].input_norm,
+      normed.data(), input_normed));
   for (int l = 0; l < config.num_layers; ++l)
     FOLIO_RETURN_IF_ERROR(layer(l, sh, d, c, decode, prefill, workspace));
   return Status();
@@ -100,17 +103,19 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
     return on && cuda::rms_norm_is_block_pack8(H) && cuda::skinny_norm_supported(dt, T, H, norm_w);
   };
   const int qkv_n = qs + 2 * kvs;
-  if (norm_fits(fused_norm_qkv, w.input_norm) &&
-      gemm->routes_to_skinny(T, qkv_n, H, x.data(), w.qkv, qkv.data())) {
+  const bool normed_before = std::exchange(input_normed, false);  // by the all-reduce (TP)
+  if (qkv_norm_in_skinny(l, T)) {
     cuda::SkinnyProblem pr{x.data(), w.qkv, qkv.data(), T, qkv_n, H};
     pr.norm_weight = w.input_norm;
     pr.norm_eps = eps;
     FOLIO_RETURN_IF_ERROR(cuda::skinny_gemm(dt, pr, stream));
     mark("norm_qkv_gemm");
   } else {
-    FOLIO_RETURN_IF_ERROR(
-        cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, stream));
-    mark("rms_norm");
+    if (!normed_before) {
+      FOLIO_RETURN_IF_ERROR(
+          cuda::rms_norm(dt, x.data(), w.input_norm, normed.data(), T, H, eps, stream));
+      mark("rms_norm");
+    }
     FOLIO_RETURN_IF_ERROR(
         gemm->matmul_nt(dt, normed.data(), w.qkv, qkv.data(), T, qkv_n, H, false, stream));
     mark("qkv_gemm");
@@ -196,17 +201,18 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
   // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
   const bool residual = shard.rank == 0;
-  const size_t x_elems = static_cast<size_t>(T) * H;
   FOLIO_RETURN_IF_ERROR(
       gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, stream));
   mark("o_gemm");
-  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
   // Decode at batch 1: gate_up and silu_and_mul in one skinny launch (bit-identical), the norm
   // too where it fits.
   const bool mlp_skinny = fused_gate_up_silu && gemm->routes_to_skinny(T, 2 * I, H, normed.data(),
                                                                        w.gate_up, act.data());
   const bool mlp_norm_fused = mlp_skinny && norm_fits(fused_norm_mlp, w.post_norm);
-  if (!mlp_norm_fused) {
+  bool post_normed = false;  // by the all-reduce (TP)
+  FOLIO_RETURN_IF_ERROR(tp_all_reduce_norm(x.data(), T, mlp_norm_fused ? nullptr : w.post_norm,
+                                           normed.data(), post_normed));
+  if (!mlp_norm_fused && !post_normed) {
     FOLIO_RETURN_IF_ERROR(
         cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
     mark("rms_norm");
@@ -234,8 +240,19 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   FOLIO_RETURN_IF_ERROR(
       gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, stream));
   mark("down_gemm");
-  FOLIO_RETURN_IF_ERROR(tp_all_reduce(x.data(), x_elems));
-  return Status();
+  // The next layer's input norm rides on this all-reduce where it can (not after the last layer:
+  // the final norm runs on the logits rows only).
+  const bool next_norm = l + 1 < config.num_layers && !qkv_norm_in_skinny(l + 1, T);
+  return tp_all_reduce_norm(x.data(), T, next_norm ? weights.layers[l + 1].input_norm : nullptr,
+                            normed.data(), input_normed);
+}
+
+bool CudaLlamaExecutor::Impl::qkv_norm_in_skinny(int l, int tokens) const {
+  const int H = config.hidden_size, qkv_n = config.q_size() + 2 * config.kv_size();
+  const CudaLayerWeights& w = weights.layers[l];
+  return fused_norm_qkv && cuda::rms_norm_is_block_pack8(H) &&
+         cuda::skinny_norm_supported(dt, tokens, H, w.input_norm) &&
+         gemm->routes_to_skinny(tokens, qkv_n, H, x.data(), w.qkv, qkv.data());
 }
 
 // Final norm and lm_head on the requested rows only, kLogitsChunkRows at a time: gather the rows

@@ -150,6 +150,12 @@ struct CudaLlamaExecutor::Impl {
   // (skinny_gemm.h's fused norm, bit-identical). FOLIO_FUSED_NORM=0 | qkv | all.
   bool fused_norm_qkv = true;
   bool fused_norm_mlp = false;
+  // Tensor parallelism: where the peer all-reduce takes x, the RMSNorm after it runs in the same
+  // launch (peer_all_reduce_rms_norm; FOLIO_TP_FUSED_NORM=0: its own launch). input_normed: the
+  // all-reduce before layer l left its input norm in `normed` (set and consumed in order, as
+  // run_layers calls the layers).
+  bool fused_tp_norm = true;
+  bool input_normed = false;
   // Batch-1 decode on one rank, FOLIO_SKINNY_FLOW=1: gate_up (+ silu) and down as a SkinnyFlow
   // pair (skinny_gemm.h), down's warps waiting per segment of act instead of for gate_up's whole
   // grid. Off by default: level with the PDL wait on B3 (NOTES.md "B3, session 22"). One set of
@@ -271,6 +277,11 @@ struct CudaLlamaExecutor::Impl {
   // Tensor parallelism (cuda_llama_executor_tp.cc): x = sum of x over the ranks (no-op alone);
   // logits of the rank's vocabulary slice, gathered to rank 0 (the only one that delivers).
   Status tp_all_reduce(void* buf, size_t elements);
+  // The same over x [rows, hidden]; with a `weight`, and where the peer all-reduce fuses it,
+  // also y = rms_norm(x) (`normed` says whether it did; else the caller norms).
+  Status tp_all_reduce_norm(void* x, int rows, const void* weight, void* y, bool& normed);
+  // Whether layer l's input norm runs inside its skinny qkv GEMV at this many tokens.
+  bool qkv_norm_in_skinny(int l, int tokens) const;
   Status compute_logits_tp(const ForwardBatch& b, const StepArrays& d, const LogitsRequest& req);
   // Ok alone; with TP, every rank's `st` agreed on (an error anywhere is an error everywhere).
   Status tp_barrier(const Status& st);

@@ -263,6 +263,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
     m->fused_gate_up_silu = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_DECODE_MLP")) m->decode_mlp = std::string(e) == "1";
   if (const char* e = std::getenv("FOLIO_SKINNY_FLOW")) m->skinny_flow = std::string(e) == "1";
+  if (const char* e = std::getenv("FOLIO_TP_FUSED_NORM")) m->fused_tp_norm = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {
     const std::string v = e;
     if (v != "0" && v != "qkv" && v != "all")

@@ -36,6 +36,21 @@ Status CudaLlamaExecutor::Impl::tp_all_reduce(void* buf, size_t elements) {
   return Status();
 }
 
+Status CudaLlamaExecutor::Impl::tp_all_reduce_norm(void* x, int rows, const void* weight, void* y,
+                                                   bool& normed) {
+  normed = false;
+  if (!tp || shard.world == 1) return Status();
+  const int H = config.hidden_size;
+  if (weight && fused_tp_norm && tp->peer && cuda::peer_all_reduce_norm_fits(*tp->peer, rows, H)) {
+    FOLIO_RETURN_IF_ERROR(cuda::peer_all_reduce_rms_norm(
+        *tp->peer, dt, x, weight, y, rows, H, static_cast<float>(config.rms_norm_eps), stream));
+    mark("all_reduce_norm");
+    normed = true;
+    return Status();
+  }
+  return tp_all_reduce(x, static_cast<size_t>(rows) * H);
+}
+
 Status CudaLlamaExecutor::Impl::tp_barrier(const Status& st) {
   if (!tp) return st;
   return tp->agree(st, 0).status();

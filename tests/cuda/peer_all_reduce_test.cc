@@ -1,7 +1,8 @@
 // The peer all-reduce (backend/cuda/peer_all_reduce.h) on 2+ GPUs against the host's sum of the
 // ranks' inputs in rank order (fp32, rounded once: the bits every rank must get), over sizes
 // from one vector to the buffers' limit, many calls in a row (both staging halves, the flags'
-// counters) and inside CUDA graphs replayed. PeerAllReduceBench (FOLIO_CUDA_BENCH=1) times it
+// counters) and inside CUDA graphs replayed; the fused all-reduce + RMSNorm against the plain
+// all-reduce followed by rms_norm. PeerAllReduceBench (FOLIO_CUDA_BENCH=1) times it
 // against NCCL's all-reduce per message size, both replayed from graphs. Skips without 2 GPUs.
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/peer_all_reduce.h"
+#include "backend/cuda/rms_norm.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"
 #include "dist/communicator.h"
@@ -99,6 +101,62 @@ TEST(PeerAllReduce, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
       }
     }
   std::printf("peer all-reduce over %d ranks: %d calls bit-exact\n", world, calls);
+}
+
+// The fused form writes the same x and the same rms_norm(x), bit for bit, as the all-reduce
+// then rms_norm (rms_norm.h) on every rank; plain and fused calls interleave on one set of
+// counters.
+TEST(PeerAllReduce, FusedRmsNormMatchesAllReduceThenRmsNorm) {
+  FOLIO_REQUIRE_GPU();
+  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
+    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  const int world = 2;
+  PeerGroup g(world, kMaxBytes);
+  FOLIO_ASSERT_OK(g.status);
+  std::mt19937 rng(21);
+  int checked = 0;
+  for (const DType dt : {DType::kBF16, DType::kFP16})
+    for (const int dim : {4096, 3584, 896, 5120})
+      for (const int rows : {1, 7, 64, 200}) {
+        if (!peer_all_reduce_norm_fits(g.ranks[0]->view(), rows, dim)) continue;
+        const size_t n = static_cast<size_t>(rows) * dim;
+        std::vector<std::vector<uint16_t>> in(world, std::vector<uint16_t>(n));
+        for (auto& rank : in)
+          for (auto& b : rank) b = to_bits(dt, std::uniform_real_distribution<float>(-2, 2)(rng));
+        std::vector<uint16_t> weight(dim);
+        for (auto& b : weight) b = to_bits(dt, std::uniform_real_distribution<float>(0.5f, 1.5f)(rng));
+        // [fused x, fused y, plain x, plain y] per rank.
+        std::vector<std::vector<std::vector<uint16_t>>> out(
+            world, std::vector<std::vector<uint16_t>>(4, std::vector<uint16_t>(n)));
+        FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
+          FOLIO_ASSIGN_OR_RETURN(DeviceBuffer w, DeviceBuffer::allocate(dim * 2));
+          FOLIO_ASSIGN_OR_RETURN(DeviceBuffer y, DeviceBuffer::allocate(n * 2));
+          FOLIO_RETURN_IF_ERROR(copy(w.data(), weight.data(), dim * 2));
+          const PeerAllReduceView& v = g.ranks[r]->view();
+          void* x = g.bufs[r].data();
+          FOLIO_RETURN_IF_ERROR(copy(x, in[r].data(), n * 2));
+          FOLIO_RETURN_IF_ERROR(peer_all_reduce_rms_norm(v, dt, x, w.data(), y.data(), rows, dim,
+                                                         1e-5f, nullptr));
+          FOLIO_RETURN_IF_ERROR(copy(out[r][0].data(), x, n * 2));
+          FOLIO_RETURN_IF_ERROR(copy(out[r][1].data(), y.data(), n * 2));
+          FOLIO_RETURN_IF_ERROR(copy(x, in[r].data(), n * 2));
+          FOLIO_RETURN_IF_ERROR(peer_all_reduce_sum(v, dt, x, n, nullptr));
+          FOLIO_RETURN_IF_ERROR(rms_norm(dt, x, w.data(), y.data(), rows, dim, 1e-5f, nullptr));
+          FOLIO_RETURN_IF_ERROR(copy(out[r][2].data(), x, n * 2));
+          return copy(out[r][3].data(), y.data(), n * 2);
+        }));
+        const std::vector<uint16_t> sum = reference_sum(dt, in);
+        for (int r = 0; r < world; ++r) {
+          const std::string what = std::string(dtype_name(dt)) + " [" + std::to_string(rows) +
+                                   ", " + std::to_string(dim) + "] rank " + std::to_string(r);
+          ASSERT_EQ(out[r][2], sum) << what;
+          ASSERT_EQ(out[r][0], sum) << what;
+          ASSERT_EQ(out[r][1], out[r][3]) << what;
+          ASSERT_EQ(out[r][1], out[0][1]) << what;
+        }
+        ++checked;
+      }
+  EXPECT_GE(checked, 24);
 }
 
 // Three calls captured in one graph per rank, replayed twice: the call counters live on the

@@ -3,12 +3,14 @@
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/peer_all_reduce.h"
+#include "backend/cuda/rms_norm.h"
 
 namespace folio::cuda {
 namespace {
 
-// Every call runs the same grid, so each block's call counter (hence the staging half) is the
-// same in every block and on every rank.
+// Every call, plain or fused with the norm, runs the same grid (kPeerMaxBlocks x kThreads), so
+// each block's call counter (hence the staging half) is the same in every block and on every
+// rank.
 constexpr int kThreads = 512;
 constexpr unsigned long long kSpinTimeoutNs = 60ull * 1000 * 1000 * 1000;
 
@@ -36,47 +38,122 @@ __device__ void wait_flag(const uint32_t* flag, uint32_t call) {
     if ((spins & 1023) == 1023 && global_ns() - start > kSpinTimeoutNs) __trap();
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    peer_all_reduce_kernel(PeerAllReduceView v, T* buf, int vectors) {
+// The block's call number (its counter + 1) and the byte offset of that call's staging half.
+__device__ __forceinline__ uint32_t begin_call(const PeerAllReduceView& v, size_t& half) {
   __shared__ uint32_t call_shared;
-  const int b = blockIdx.x, t = threadIdx.x;
-  if (t == 0) call_shared = v.calls[b] + 1;
+  if (threadIdx.x == 0) call_shared = v.calls[blockIdx.x] + 1;
   __syncthreads();
   const uint32_t call = call_shared;
-  const size_t half = (call & 1u) * static_cast<size_t>(v.world) * v.max_bytes;
-  const int stride = gridDim.x * kThreads;
-  // 1. This rank's vectors into slot [rank] of every rank's staging half.
-  for (int i = b * kThreads + t; i < vectors; i += stride) {
-    const uint4 val = reinterpret_cast<const uint4*>(buf)[i];
-    for (int p = 0; p < v.world; ++p) {
-      auto* slot = static_cast<char*>(v.staging[p]) + half + v.rank * v.max_bytes;
-      reinterpret_cast<uint4*>(slot)[i] = val;
-    }
-  }
+  half = (call & 1u) * static_cast<size_t>(v.world) * v.max_bytes;
+  return call;
+}
+
+// Thread p tells rank p this block's part is there, then waits for rank p's. The barrier before
+// orders the block's stores before the release (cumulative, system scope), and the acquire plus
+// the barrier after order the peers' stores before the block's reads.
+__device__ __forceinline__ void exchange_flags(const PeerAllReduceView& v, uint32_t call) {
   __syncthreads();
-  // 2. Thread p tells rank p this block's part is there, then waits for rank p's. The barrier
-  // orders the block's stores before the release (cumulative, system scope), and the acquire
-  // plus the barrier below order the peers' stores before this block's reads.
+  const int t = threadIdx.x, b = blockIdx.x;
   if (t < v.world) {
     store_release_sys(v.flags[t] + b * kPeerMaxRanks + v.rank, call);
     wait_flag(v.flags[v.rank] + b * kPeerMaxRanks + t, call);
   }
   __syncthreads();
-  // 3. The slots summed in rank order (the same bits on every rank), read through L2 (the peers
-  // wrote them there).
+}
+
+__device__ __forceinline__ void push_vector(const PeerAllReduceView& v, size_t half, int i,
+                                            uint4 val) {
+  for (int p = 0; p < v.world; ++p) {
+    auto* slot = static_cast<char*>(v.staging[p]) + half + v.rank * v.max_bytes;
+    reinterpret_cast<uint4*>(slot)[i] = val;
+  }
+}
+
+// Vector i summed over the ranks' slots in rank order, in fp32, read through L2.
+template <typename T>
+__device__ __forceinline__ void sum_vector(const PeerAllReduceView& v, size_t half, int i,
+                                           float (&acc)[8]) {
   const auto* own = static_cast<const char*>(v.staging[v.rank]) + half;
-  for (int i = b * kThreads + t; i < vectors; i += stride) {
-    float acc[8] = {};
-    for (int p = 0; p < v.world; ++p) {
-      const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(own + p * v.max_bytes) + i);
-      const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-      for (int k = 0; k < 8; ++k) acc[k] += to_float(e[k]);
+  for (int k = 0; k < 8; ++k) acc[k] = 0.0f;
+  for (int p = 0; p < v.world; ++p) {
+    const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(own + p * v.max_bytes) + i);
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc[k] += to_float(e[k]);
+  }
+}
+
+// Block b owns rows b, b + grid, ...: it pushes them, exchanges flags, then per row sums the
+// packs into x (rounded to T) and normalises as rms_norm's block kernel does (rms_norm_smem.cuh
+// explains the order: virtual warps of 32 packs, a warp_sum each, then one over the partials).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    peer_all_reduce_norm_kernel(PeerAllReduceView v, T* x, const T* weight, T* y, int rows,
+                                int dim, float eps) {
+  size_t half = 0;
+  const uint32_t call = begin_call(v, half);
+  const int packs = dim / 8, vwarps = (packs + 31) / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = kThreads / 32;
+  for (int r = blockIdx.x; r < rows; r += gridDim.x)
+    for (int i = threadIdx.x; i < packs; i += kThreads)
+      push_vector(v, half, r * packs + i, reinterpret_cast<const uint4*>(x)[r * packs + i]);
+  exchange_flags(v, call);
+  __shared__ float partial[32];
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    T* xr = x + static_cast<size_t>(r) * dim;
+    for (int vw = warp; vw < vwarps; vw += warps) {  // warp-uniform
+      const int i = vw * 32 + lane;
+      float ss = 0.f;
+      if (i < packs) {
+        float acc[8];
+        sum_vector<T>(v, half, r * packs + i, acc);
+        store_floats<8>(xr + i * 8, acc);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          acc[j] = to_float(from_float<T>(acc[j]));  // the value just stored, as rms_norm reads it
+          ss += acc[j] * acc[j];
+        }
+      }
+      ss = warp_sum(ss);
+      if (lane == 0) partial[vw] = ss;
     }
+    __syncthreads();
+    const float t = lane < vwarps ? partial[lane] : 0.f;
+    const float inv = rsqrtf(warp_sum(t) / dim + eps);
+    for (int vw = warp; vw < vwarps; vw += warps) {
+      const int i = vw * 32 + lane;
+      if (i < packs) {  // the pack this thread stored above
+        float a[8], w[8];
+        load_floats<8>(xr + i * 8, a);
+        load_floats<8>(weight + i * 8, w);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) a[j] = a[j] * inv * w[j];
+        store_floats<8>(y + static_cast<size_t>(r) * dim + i * 8, a);
+      }
+    }
+    __syncthreads();  // partial is reused by the next row
+  }
+  if (threadIdx.x == 0) v.calls[blockIdx.x] = call;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    peer_all_reduce_kernel(PeerAllReduceView v, T* buf, int vectors) {
+  size_t half = 0;
+  const uint32_t call = begin_call(v, half);
+  const int first = blockIdx.x * kThreads + threadIdx.x, stride = gridDim.x * kThreads;
+  // 1. This rank's vectors into slot [rank] of every rank's staging half; 2. the flags.
+  for (int i = first; i < vectors; i += stride)
+    push_vector(v, half, i, reinterpret_cast<const uint4*>(buf)[i]);
+  exchange_flags(v, call);
+  // 3. The slots summed in rank order (the same bits on every rank).
+  for (int i = first; i < vectors; i += stride) {
+    float acc[8];
+    sum_vector<T>(v, half, i, acc);
     store_floats<8>(buf + static_cast<size_t>(i) * 8, acc);
   }
-  if (t == 0) v.calls[b] = call;
+  if (threadIdx.x == 0) v.calls[blockIdx.x] = call;
 }
 
 }  // namespace
@@ -99,6 +176,25 @@ Status peer_all_reduce_sum(const PeerAllReduceView& v, DType dt, void* buf, size
     peer_all_reduce_kernel<T><<<kPeerMaxBlocks, kThreads, 0, as_stream(stream)>>>(
         v, static_cast<T*>(buf), vectors);
     return launch_status("peer_all_reduce_kernel");
+  });
+}
+
+bool peer_all_reduce_norm_fits(const PeerAllReduceView& v, int rows, int dim) {
+  return rows > 0 && rms_norm_is_block_pack8(dim) &&  // at most 1024 packs: 32 virtual warps
+         peer_all_reduce_fits(v, static_cast<size_t>(rows) * dim * 2);
+}
+
+Status peer_all_reduce_rms_norm(const PeerAllReduceView& v, DType dt, void* x, const void* weight,
+                                void* y, int rows, int dim, float eps, void* stream) {
+  if (!peer_all_reduce_norm_fits(v, rows, dim) ||
+      (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(weight) |
+       reinterpret_cast<uintptr_t>(y)) % 16 != 0)
+    return internal_error("peer all-reduce + rms_norm: [" + std::to_string(rows) + ", " +
+                          std::to_string(dim) + "] does not fit");
+  return FOLIO_DISPATCH_DTYPE(dt, T, [&] {
+    peer_all_reduce_norm_kernel<T><<<kPeerMaxBlocks, kThreads, 0, as_stream(stream)>>>(
+        v, static_cast<T*>(x), static_cast<const T*>(weight), static_cast<T*>(y), rows, dim, eps);
+    return launch_status("peer_all_reduce_norm_kernel");
   });
 }
 

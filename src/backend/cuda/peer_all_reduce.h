@@ -66,4 +66,12 @@ bool peer_all_reduce_fits(const PeerAllReduceView& v, size_t bytes);
 Status peer_all_reduce_sum(const PeerAllReduceView& v, DType dt, void* buf, size_t elems,
                            void* stream);
 
+// The same over x [rows, dim], then y = rms_norm(x) with `weight` and `eps` in the same launch,
+// bit for bit what rms_norm (rms_norm.h) writes from the summed x: the all-reduce + RMSNorm
+// fusion of TensorRT-LLM and vLLM, one launch and one pass over x fewer. Needs
+// peer_all_reduce_fits for the whole of x and rms_norm_is_block_pack8(dim).
+bool peer_all_reduce_norm_fits(const PeerAllReduceView& v, int rows, int dim);
+Status peer_all_reduce_rms_norm(const PeerAllReduceView& v, DType dt, void* x, const void* weight,
+                                void* y, int rows, int dim, float eps, void* stream);
+
 }  // namespace folio::cuda
