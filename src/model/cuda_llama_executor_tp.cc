@@ -66,7 +66,9 @@ Status CudaLlamaExecutor::Impl::compute_logits_tp(const ForwardBatch& b, const S
   const int R = static_cast<int>(b.logits_rows.size()), H = config.hidden_size;
   const int V = config.vocab_size, T = b.num_tokens(), LV = shard.local_vocab, W = shard.world;
   const bool root = shard.rank == 0;
-  if (root) FOLIO_RETURN_IF_ERROR(begin_logits(req, R));
+  // A failure that only rank 0 can meet (its sampling rows) is held until the step's collectives
+  // are all issued, so the other ranks are never left waiting in one.
+  const Status root_st = root ? begin_logits(req, R) : Status();
   FOLIO_RETURN_IF_ERROR(
       ensure_device(gathered, static_cast<size_t>(kLogitsChunkRows) * shard.padded_vocab * 4));
   size_t next_host = 0;
@@ -82,7 +84,7 @@ Status CudaLlamaExecutor::Impl::compute_logits_tp(const ForwardBatch& b, const S
     FOLIO_RETURN_IF_ERROR(
         tp->comm->all_gather(logits.data(), gathered.data(), block, CommType::kF32, nullptr));
     mark("lm_head");
-    if (!root) continue;
+    if (!root || !root_st.ok()) continue;
     for (int w = 0; w < W; ++w) {
       const int cols = std::min(LV, V - w * LV);  // the last rank's slice ends in padding
       if (cols <= 0) continue;
@@ -93,6 +95,7 @@ Status CudaLlamaExecutor::Impl::compute_logits_tp(const ForwardBatch& b, const S
     FOLIO_RETURN_IF_ERROR(deliver_chunk(req, r0, n, logits.as<float>(), next_host));
   }
   if (req.launch_only) FOLIO_RETURN_IF_ERROR(broadcast_samples(req));
+  if (!root_st.ok()) return root_st;
   if (root) return end_logits(req);
   if (req.launch_only) return mark_rank_step_end();
   return cuda::synchronize();
@@ -105,9 +108,11 @@ Status CudaLlamaExecutor::Impl::broadcast_samples(const LogitsRequest& req) {
   const size_t rows = req.sampling ? req.sampling->rows.size() : 0;
   const size_t words = (rows * sizeof(cuda::SampleOut) + 15) / 16 * 4;
   if (words == 0) return Status();
-  // On rank 0 upload_sampling sized it already; elsewhere growing it here is safe: this step's
-  // placeholders were resolved from the old contents earlier on the stream.
-  if (shard.rank != 0) FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, words * 4));
+  // On rank 0 upload_sampling sized it already. Elsewhere growing it here frees the old buffer,
+  // which this step's placeholder resolution reads: safe because cudaFree waits for the device
+  // (it grows by half again, so rarely).
+  if (shard.rank != 0 && sample_out.bytes() < words * 4)
+    FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, words * 4 * 3 / 2));
   FOLIO_RETURN_IF_ERROR(tp->comm->broadcast(sample_out.data(), words, CommType::kI32, 0, nullptr));
   mark("sample_broadcast");
   return Status();

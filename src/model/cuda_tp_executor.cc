@@ -31,8 +31,15 @@ struct CudaTpExecutor::Group {
 
   ~Group() {
     // Every device idle first: a rank's peer all-reduce stores into the others' staging, which
-    // must outlive every kernel still queued anywhere.
-    (void)threads.run([](int) { return cuda::synchronize(); });
+    // must outlive every kernel still queued anywhere. Work stuck after a failure (a collective
+    // one rank never joined) is cut short by aborting NCCL; a stuck peer all-reduce traps.
+    if (!threads.run([](int) { return cuda::wait_idle(30.0); }).ok()) {
+      (void)threads.run([this](int r) {
+        ranks[r].comm.reset();  // finalize with a deadline, else abort
+        return Status();
+      });
+      (void)threads.run([](int) { return cuda::wait_idle(90.0); });
+    }
     // Executors and communicators are torn down on their own thread (their device current).
     (void)threads.run([this](int r) {
       ranks[r].exec.reset();
@@ -187,6 +194,7 @@ Status CudaTpExecutor::execute_on_ranks(const ForwardBatch& batch,
                                         std::vector<float>& logits,
                                         std::vector<DeviceSample>* samples) {
   FOLIO_RETURN_IF_ERROR(ranks_pending_error());
+  if (uncollected_ > 0) return internal_error("a synchronous step with launched steps uncollected");
   return g_->threads.run([&](int r) {
     Group::Rank& rank = g_->ranks[r];
     if (r == 0 && sampling) return rank.exec->execute_sampled(batch, *sampling, logits, *samples);
@@ -214,12 +222,19 @@ bool CudaTpExecutor::launches_async() const {
 Status CudaTpExecutor::launch_sampled(const ForwardBatch& batch,
                                       const DeviceSamplingBatch& sampling) {
   FOLIO_RETURN_IF_ERROR(ranks_pending_error());
-  return g_->threads.run(
-      [&](int r) { return g_->ranks[r].exec->launch_sampled(batch, sampling); });
+  if (uncollected_ >= 2) return internal_error("launch_sampled: two steps uncollected");
+  if (!sampling.host_rows.empty() || batch.num_tokens() == 0)
+    return internal_error("launch_sampled: a step with tokens and no host rows");
+  FOLIO_RETURN_IF_ERROR(g_->threads.run(
+      [&](int r) { return g_->ranks[r].exec->launch_sampled(batch, sampling); }));
+  ++uncollected_;
+  return Status();
 }
 
 // On rank 0's thread, where its executor's state lives (the other ranks have nothing to do).
 Status CudaTpExecutor::collect_samples(std::vector<DeviceSample>& samples) {
+  if (uncollected_ == 0) return internal_error("collect_samples: no samples queued");
+  --uncollected_;
   return g_->threads.run([&](int r) {
     return r == 0 ? g_->ranks[0].exec->collect_samples(samples) : Status();
   });

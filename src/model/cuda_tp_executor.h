@@ -73,6 +73,9 @@ class CudaTpExecutor final : public Executor {
   Status execute_on_ranks(const ForwardBatch& batch, const DeviceSamplingBatch* sampling,
                           std::vector<float>& logits, std::vector<DeviceSample>* samples);
   std::unique_ptr<Group> g_;
+  // Launched steps not yet collected. Checked here, before any rank starts, because a refusal on
+  // one rank alone would leave the others inside the step's collectives.
+  int uncollected_ = 0;
 };
 
 // Ok when `world` GPUs are present and the model splits `world` ways; else a clear error.

@@ -196,6 +196,85 @@ TEST(PeerAllReduce, ReplaysFromCudaGraphs) {
   for (int r = 0; r < world; ++r) EXPECT_EQ(out[r], want[r]) << "rank " << r;
 }
 
+// 48 calls back to back in one graph per rank, mixed sizes, plain and fused with the norm in
+// turn, rank 1 held back before every third call by a 256 MiB memset: rank 0 runs on into the
+// next call (pushing into the other staging half) while rank 1 is still behind, so the halves
+// and the flags' pairing are exercised at speed, as decode graphs run them.
+TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
+  FOLIO_REQUIRE_GPU();
+  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
+    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  const int world = 2, calls = 48, dim = 4096;
+  const DType dt = DType::kBF16;
+  const int rows_of[] = {1, 8, 64, 200};
+  PeerGroup g(world, kMaxBytes);
+  FOLIO_ASSERT_OK(g.status);
+  std::mt19937 rng(33);
+  std::vector<std::vector<std::vector<uint16_t>>> in(world);  // [rank][call][elems]
+  for (int r = 0; r < world; ++r)
+    for (int i = 0; i < calls; ++i) {
+      std::vector<uint16_t> v(static_cast<size_t>(rows_of[i % 4]) * dim);
+      for (auto& b : v) b = to_bits(dt, std::uniform_real_distribution<float>(-2, 2)(rng));
+      in[r].push_back(std::move(v));
+    }
+  std::vector<uint16_t> weight(dim);
+  for (auto& b : weight) b = to_bits(dt, std::uniform_real_distribution<float>(0.5f, 1.5f)(rng));
+  // [rank][call]: x after the call, and for the fused calls y against rms_norm of that x.
+  std::vector<std::vector<std::vector<uint16_t>>> x_out(world, std::vector<std::vector<uint16_t>>(calls));
+  std::vector<std::vector<std::vector<uint16_t>>> y_out = x_out, y_ref = x_out;
+  FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
+    std::vector<DeviceBuffer> xs, ys;
+    for (int i = 0; i < calls; ++i) {
+      const size_t bytes = in[r][i].size() * 2;
+      FOLIO_ASSIGN_OR_RETURN(DeviceBuffer x, DeviceBuffer::allocate(bytes));
+      FOLIO_ASSIGN_OR_RETURN(DeviceBuffer y, DeviceBuffer::allocate(bytes));
+      FOLIO_RETURN_IF_ERROR(copy(x.data(), in[r][i].data(), bytes));
+      xs.push_back(std::move(x));
+      ys.push_back(std::move(y));
+    }
+    FOLIO_ASSIGN_OR_RETURN(DeviceBuffer w, DeviceBuffer::allocate(dim * 2));
+    FOLIO_RETURN_IF_ERROR(copy(w.data(), weight.data(), dim * 2));
+    FOLIO_ASSIGN_OR_RETURN(DeviceBuffer hold, DeviceBuffer::allocate(size_t{256} << 20));
+    const PeerAllReduceView& v = g.ranks[r]->view();
+    auto graph = CudaGraph::capture([&](void* s) -> Status {
+      for (int i = 0; i < calls; ++i) {
+        if (r == 1 && i % 3 == 0) FOLIO_RETURN_IF_ERROR(memset_async(hold.data(), i, hold.bytes(), s));
+        const int rows = rows_of[i % 4];
+        FOLIO_RETURN_IF_ERROR(i % 2 == 0 ? peer_all_reduce_sum(v, dt, xs[i].data(),
+                                                               static_cast<size_t>(rows) * dim, s)
+                                         : peer_all_reduce_rms_norm(v, dt, xs[i].data(), w.data(),
+                                                                    ys[i].data(), rows, dim, 1e-5f, s));
+      }
+      return Status();
+    });
+    if (!graph.ok()) return graph.status();
+    FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
+    FOLIO_RETURN_IF_ERROR(synchronize());
+    for (int i = 0; i < calls; ++i) {
+      const size_t n = in[r][i].size();
+      x_out[r][i].resize(n);
+      FOLIO_RETURN_IF_ERROR(copy(x_out[r][i].data(), xs[i].data(), n * 2));
+      if (i % 2 == 0) continue;
+      y_out[r][i].resize(n);
+      FOLIO_RETURN_IF_ERROR(copy(y_out[r][i].data(), ys[i].data(), n * 2));
+      FOLIO_RETURN_IF_ERROR(rms_norm(dt, xs[i].data(), w.data(), ys[i].data(),
+                                     static_cast<int>(n / dim), dim, 1e-5f, nullptr));
+      y_ref[r][i].resize(n);
+      FOLIO_RETURN_IF_ERROR(copy(y_ref[r][i].data(), ys[i].data(), n * 2));
+    }
+    return Status();
+  }));
+  for (int i = 0; i < calls; ++i) {
+    const std::vector<uint16_t> want = reference_sum(dt, {in[0][i], in[1][i]});
+    for (int r = 0; r < world; ++r) {
+      ASSERT_EQ(x_out[r][i], want) << "call " << i << " rank " << r;
+      if (i % 2 == 1) {
+        ASSERT_EQ(y_out[r][i], y_ref[r][i]) << "call " << i << " rank " << r;
+      }
+    }
+  }
+}
+
 // Microseconds per all-reduce of each size, peer stores against NCCL, each as 100 calls
 // captured in a graph and replayed (what decode steps do).
 TEST(PeerAllReduceBench, AgainstNccl) {

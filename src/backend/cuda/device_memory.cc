@@ -1,6 +1,8 @@
 #include "backend/cuda/device_memory.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <string>
 #include <utility>
 
@@ -159,6 +161,25 @@ Status copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, s
 Status set_device(int device) {
   return cuda_status(cudaSetDevice(device),
                      ("cudaSetDevice(" + std::to_string(device) + ")").c_str());
+}
+
+Status wait_idle(double timeout_s) {
+  cudaEvent_t ev = nullptr;
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  cudaError_t e = cudaEventRecord(ev, nullptr);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s));
+  while (e == cudaSuccess && (e = cudaEventQuery(ev)) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      cudaEventDestroy(ev);
+      return internal_error("the device did not finish its queued work within " +
+                               std::to_string(timeout_s) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  cudaEventDestroy(ev);
+  return cuda_status(e, "wait_idle");
 }
 
 Status synchronize(void* stream) {

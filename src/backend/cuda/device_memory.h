@@ -89,5 +89,8 @@ Status copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, s
 // Makes `device` current for the calling thread (each tensor-parallel rank's thread).
 Status set_device(int device);
 Status synchronize(void* stream = nullptr);
+// Waits until the current device has run everything queued on the legacy stream so far, at most
+// `timeout_s` (then an error: work stuck, such as a collective whose peer never came).
+Status wait_idle(double timeout_s);
 
 }  // namespace folio::cuda

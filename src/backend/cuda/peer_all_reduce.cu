@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -198,12 +199,32 @@ Status peer_all_reduce_rms_norm(const PeerAllReduceView& v, DType dt, void* x, c
   });
 }
 
+// Beyond two ranks each rank's stores cross to world - 1 peers at once, which PCIe P2P serves
+// poorly (vLLM turns its custom all-reduce off there too): more than two ranks also need native
+// atomics between every pair, which NVLink gives and PCIe P2P does not.
 bool PeerAllReduceRank::all_peers_reachable(int world) {
   if (world < 2 || world > kPeerMaxRanks) return false;
+  // Block b waits only for block b of the other ranks, so all kPeerMaxBlocks blocks must be
+  // resident at once (a small MIG slice might not hold them). The current device stands for
+  // all: tensor-parallel GPUs are one model.
+  int device = 0, sms = 0, per_sm_plain = 0, per_sm_norm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm_plain, peer_all_reduce_kernel<__nv_bfloat16>, kThreads, 0) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm_norm, peer_all_reduce_norm_kernel<__nv_bfloat16>, kThreads, 0) != cudaSuccess ||
+      std::min(per_sm_plain, per_sm_norm) * sms < kPeerMaxBlocks)
+    return false;
   for (int a = 0; a < world; ++a)
     for (int b = 0; b < world; ++b) {
+      if (a == b) continue;
       int ok = 0;
-      if (a != b && (cudaDeviceCanAccessPeer(&ok, a, b) != cudaSuccess || !ok)) return false;
+      if (cudaDeviceCanAccessPeer(&ok, a, b) != cudaSuccess || !ok) return false;
+      if (world > 2 && (cudaDeviceGetP2PAttribute(&ok, cudaDevP2PAttrNativeAtomicSupported, a, b) !=
+                            cudaSuccess ||
+                        !ok))
+        return false;
     }
   return true;
 }
@@ -232,6 +253,8 @@ Result<std::unique_ptr<PeerAllReduceRank>> PeerAllReduceRank::allocate(int rank,
   FOLIO_ASSIGN_OR_RETURN(r->calls_, DeviceBuffer::allocate(sizeof(uint32_t) * kPeerMaxBlocks));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaMemset(r->flags_.data(), 0, flag_bytes));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaMemset(r->calls_.data(), 0, r->calls_.bytes()));
+  // Zeroed before returning: another rank's first call may raise a flag here right after.
+  FOLIO_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   r->view_.rank = rank;
   r->view_.world = world;
   r->view_.max_bytes = max_bytes;

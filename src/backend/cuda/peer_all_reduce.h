@@ -45,7 +45,8 @@ class PeerAllReduceRank {
  public:
   // max_bytes: the largest message (per rank) this will carry.
   static Result<std::unique_ptr<PeerAllReduceRank>> allocate(int rank, int world, size_t max_bytes);
-  // Whether every device in [0, world) can reach every other by peer access.
+  // Whether every device in [0, world) can reach every other by peer access (beyond two, with
+  // native atomics too: NVLink, not PCIe).
   static bool all_peers_reachable(int world);
   // Enables this rank's device (current) to access the others' memory. Call from every rank.
   static Status enable_peer_access(int rank, int world);
