@@ -4,12 +4,15 @@
 // counters) and inside CUDA graphs replayed; the fused all-reduce + RMSNorm against the plain
 // all-reduce followed by rms_norm. PeerAllReduceBench (FOLIO_CUDA_BENCH=1) times it
 // against NCCL's all-reduce per message size, both replayed from graphs. Skips without 2 GPUs.
+#include <cuda_runtime.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
 #include <vector>
 
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/peer_all_reduce.h"
 #include "backend/cuda/rms_norm.h"
@@ -197,14 +200,17 @@ TEST(PeerAllReduce, ReplaysFromCudaGraphs) {
 }
 
 // 48 calls back to back in one graph per rank, mixed sizes, plain and fused with the norm in
-// turn, rank 1 held back before every third call by a 256 MiB memset: rank 0 runs on into the
-// next call (pushing into the other staging half) while rank 1 is still behind, so the halves
-// and the flags' pairing are exercised at speed, as decode graphs run them.
+// turn, replayed 3 times. Rank 1 is held back before every third call by a 256 MiB memset, and
+// slowed throughout by memsets on a stream of its own: rank 0 finishes a call's sums first and
+// pushes the next call into the other staging half while rank 1 still reads this one (with a
+// single half, rank 1 would sum rank 0's next message). The flags' pairing is exercised at
+// speed, as decode graphs run them.
 TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
   FOLIO_REQUIRE_GPU();
   if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
     GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
   const int world = 2, calls = 48, dim = 4096;
+  constexpr int kReplays = 3;
   const DType dt = DType::kBF16;
   const int rows_of[] = {1, 8, 64, 200};
   PeerGroup g(world, kMaxBytes);
@@ -248,8 +254,15 @@ TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
       return Status();
     });
     if (!graph.ok()) return graph.status();
-    FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
+    cudaStream_t side = nullptr;
+    if (r == 1) {
+      FOLIO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+      for (int k = 0; k < 24; ++k)
+        FOLIO_RETURN_IF_ERROR(memset_async(hold.data(), k, hold.bytes(), side));
+    }
+    for (int replay = 0; replay < kReplays; ++replay) FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
     FOLIO_RETURN_IF_ERROR(synchronize());
+    if (side) cudaStreamDestroy(side);
     for (int i = 0; i < calls; ++i) {
       const size_t n = in[r][i].size();
       x_out[r][i].resize(n);
@@ -265,7 +278,8 @@ TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
     return Status();
   }));
   for (int i = 0; i < calls; ++i) {
-    const std::vector<uint16_t> want = reference_sum(dt, {in[0][i], in[1][i]});
+    std::vector<uint16_t> want = reference_sum(dt, {in[0][i], in[1][i]});
+    for (int replay = 1; replay < kReplays; ++replay) want = reference_sum(dt, {want, want});
     for (int r = 0; r < world; ++r) {
       ASSERT_EQ(x_out[r][i], want) << "call " << i << " rank " << r;
       if (i % 2 == 1) {
