@@ -108,10 +108,11 @@ Status CudaLlamaExecutor::Impl::broadcast_samples(const LogitsRequest& req) {
   const size_t rows = req.sampling ? req.sampling->rows.size() : 0;
   const size_t words = (rows * sizeof(cuda::SampleOut) + 15) / 16 * 4;
   if (words == 0) return Status();
-  // On rank 0 upload_sampling sized it already. Elsewhere growing it here frees the old buffer,
-  // which this step's placeholder resolution reads: safe because cudaFree waits for the device
-  // (it grows by half again, so rarely).
-  if (shard.rank != 0 && sample_out.bytes() < words * 4)
+  // On rank 0 upload_sampling sized it already (unless it failed: the broadcast still runs, so
+  // the others are not left waiting). Elsewhere growing it here frees the old buffer, which
+  // this step's placeholder resolution reads: safe because cudaFree waits for the device (it
+  // grows by half again, so rarely).
+  if (sample_out.bytes() < words * 4)
     FOLIO_RETURN_IF_ERROR(ensure_device(sample_out, words * 4 * 3 / 2));
   FOLIO_RETURN_IF_ERROR(tp->comm->broadcast(sample_out.data(), words, CommType::kI32, 0, nullptr));
   mark("sample_broadcast");
