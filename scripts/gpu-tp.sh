@@ -12,6 +12,9 @@
 #     scripts/gpu-tp.sh bench        # the 8B benchmarks only
 #     scripts/gpu-tp.sh bench70      # (nvidia-h200-x4) the dummy 70B at -tp 4
 #     scripts/gpu-tp.sh bench4       # (nvidia-h200-x4) the dummy 8B at -tp 4
+#     scripts/gpu-tp.sh allreduce    # peer all-reduce against NCCL over every GPU: the kernel
+#                                    #   bench, then B3 and B1 at -tp <GPUs> with and without
+#                                    #   --disable-custom-all-reduce, alternated
 # `run` takes about 8-10 minutes (the device call limit is 10): if it runs out, call `tests` and
 # `bench` separately. On 4 GPUs, `tests` also runs the TP=4 cases.
 #
@@ -75,6 +78,26 @@ bench_models() {
   done
 }
 
+# The peer all-reduce (backend/cuda/peer_all_reduce.h) against NCCL on this machine's GPUs.
+allreduce() {
+  local gpus dummy=(--device cuda --load-format dummy --model configs --model-config configs/llama-3-8b.json)
+  gpus=$(nvidia-smi -L | wc -l)
+  echo "== PeerAllReduceBench over $gpus GPUs"
+  FOLIO_CUDA_BENCH=1 timeout 120 "$CARRY/folio_cuda_tests" --gtest_filter='PeerAllReduceBench.*' 2>&1 |
+    grep -E 'all-reduce|SKIPPED|FAILED'
+  for round in 1 2; do
+    for flag in "" --disable-custom-all-reduce; do
+      echo "== round $round -tp $gpus ${flag:-(peer all-reduce)}"
+      timeout 120 "$CARRY/folio" bench latency "${dummy[@]}" -tp "$gpus" $flag --batch-size 1 \
+        --input-len 128 --output-len 256 --num-iters-warmup 1 --num-iters 3 2>&1 | grep -E 'TPOT \(mean|all-reduces'
+      timeout 200 "$CARRY/folio" bench throughput "${dummy[@]}" -tp "$gpus" $flag \
+        --workload bench/workloads/sharegpt_like_1000.jsonl --max-num-seqs 1024 \
+        --max-num-batched-tokens 16384 --output-json "$OUTDIR/allreduce-tp$gpus-r$round${flag:+-nccl}.json" 2>&1 |
+        grep -E 'Throughput'
+    done
+  done
+}
+
 case "${1:-}" in
   stage) stage ;;
   run) setup_env; set +e; tests; rc=$?; bench_models configs/llama-3-8b.json llama3-8b 1 2; exit $rc ;;
@@ -82,5 +105,6 @@ case "${1:-}" in
   bench) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 1 2 ;;
   bench70) setup_env; set +e; bench_models configs/llama-3-70b.json llama3-70b 4 ;;
   bench4) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 4 ;;
-  *) echo "usage: $0 stage|run|tests|bench|bench70|bench4" >&2; exit 2 ;;
+  allreduce) setup_env; set +e; allreduce ;;
+  *) echo "usage: $0 stage|run|tests|bench|bench70|bench4|allreduce" >&2; exit 2 ;;
 esac
