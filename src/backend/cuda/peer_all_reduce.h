@@ -12,7 +12,9 @@
 // make the same calls in the same order (they do: each rank runs the same step).
 //
 // A rank that never arrives would leave the others spinning: after ~60 s the kernel traps, and
-// the step fails with a CUDA error instead of hanging. Host code; plain C++ header.
+// the step fails with a CUDA error instead of hanging. Tools that run one kernel at a time
+// across the process (compute-sanitizer) make the ranks wait for each other forever: run TP
+// under them with --disable-custom-all-reduce. Host code; plain C++ header.
 #pragma once
 
 #include <cstddef>
