@@ -9,10 +9,8 @@
 //   schedule k+1 -> copies -> build inputs -> launch k+1 -> collect k -> process k's tokens
 //   (stops, detokenizing, Scheduler::resolve, emit) -> Scheduler::advance(k+1's placeholders).
 // A sequence that stops at step k was already launched in step k+1; that token is dropped.
-#include <algorithm>
 #include <chrono>
 
-#include "base/log.h"
 #include "engine/batch_builder.h"
 #include "engine/device_sampling_plan.h"
 #include "engine/engine_core.h"
@@ -74,8 +72,7 @@ Status EngineCore::step_async() {
   FOLIO_RETURN_IF_ERROR(finish_launched(/*in_step=*/true));  // step k, while k+1 runs
   next.advanced = scheduler_->advance(placeholders);
   launched_ = std::move(next);
-  if (config_.log_every_steps > 0 && scheduler_->stats().num_steps % config_.log_every_steps == 0)
-    log_info(scheduler_->summary());
+  log_summary_every_n_steps();
   return Status();
 }
 
@@ -114,12 +111,7 @@ Status EngineCore::finish_launched(bool in_step) {
   const UpdateResult resolved = scheduler_->resolve(result);
   end_finished(step.advanced);  // length limits, now that their last tokens are in
   end_finished(resolved);
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  for (GroupId g : touched) {
-    auto it = requests_.find(g);
-    if (it != requests_.end() && !it->second->final_only) emit(*it->second, false);
-  }
+  emit_step_outputs(touched);
   return Status();
 }
 

@@ -38,8 +38,8 @@ struct EngineConfig {
   // every logits row comes to the host and the host Sampler draws (same contract, for checks).
   bool device_sampling = true;
   // vLLM's --async-scheduling: where the backend launches steps asynchronously (the CUDA
-  // executor, one GPU or tensor parallel), the next step is scheduled and its inputs built while the device runs
-  // the current one (EngineCore::step). Off: every step waits for its tokens first.
+  // executor, one GPU or tensor parallel), the next step is scheduled and its inputs built while
+  // the device runs the current one (EngineCore::step). Off: every step waits for its tokens.
   bool async_scheduling = true;
   // vLLM's --enforce-eager: run every step op by op (no CUDA graphs for decode steps).
   bool enforce_eager = false;

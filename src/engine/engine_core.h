@@ -134,6 +134,9 @@ class EngineCore {
   // Ends the groups the scheduler finished (length limits, or every sequence stopped), after
   // the step's tokens were added: marks the rest "length", emits, forgets the request.
   void end_finished(const UpdateResult& upd);
+  // The streaming (non-final) output of each live request in `touched`, once per request.
+  void emit_step_outputs(std::vector<GroupId>& touched);
+  void log_summary_every_n_steps() const;  // the scheduler's summary, per log_every_steps
   RequestState* find_by_seq(SeqId seq);
 
   EngineConfig config_;

@@ -196,16 +196,24 @@ Status EngineCore::step_sync() {
     emit(*it->second, true);
     finish_request(g);
   }
+  end_finished(upd);
+  emit_step_outputs(touched);
+  log_summary_every_n_steps();
+  return Status();
+}
+
+void EngineCore::emit_step_outputs(std::vector<GroupId>& touched) {
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  end_finished(upd);
   for (GroupId g : touched) {
     auto it = requests_.find(g);
     if (it != requests_.end() && !it->second->final_only) emit(*it->second, false);
   }
+}
+
+void EngineCore::log_summary_every_n_steps() const {
   if (config_.log_every_steps > 0 && scheduler_->stats().num_steps % config_.log_every_steps == 0)
     log_info(scheduler_->summary());
-  return Status();
 }
 
 void EngineCore::plan_samples(const ScheduledSeq& e, int logits_row,

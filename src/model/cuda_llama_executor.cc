@@ -26,6 +26,13 @@ Status ensure_device(cuda::DeviceBuffer& buf, size_t bytes) {
   return Status();
 }
 
+Status ensure_pinned(cuda::PinnedHostBuffer& buf, size_t bytes) {
+  if (buf.bytes() >= bytes) return Status();
+  buf = cuda::PinnedHostBuffer();
+  FOLIO_ASSIGN_OR_RETURN(buf, cuda::PinnedHostBuffer::allocate(bytes * 3 / 2 + 16));
+  return Status();
+}
+
 size_t CudaLlamaExecutor::Impl::layer_block_bytes() const {
   return static_cast<size_t>(kv.block_size) * config.kv_size() * (kv_fp8() ? 1 : cuda::dtype_size(dt));
 }

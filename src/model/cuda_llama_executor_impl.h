@@ -27,6 +27,9 @@ namespace folio {
 
 // Grows `buf` to at least `bytes` (never shrinks; the old contents are dropped).
 Status ensure_device(cuda::DeviceBuffer& buf, size_t bytes);
+// A pinned staging buffer of at least `bytes`: regrown with headroom (half again) when short, so
+// steps that grow slowly do not reallocate each time.
+Status ensure_pinned(cuda::PinnedHostBuffer& buf, size_t bytes);
 
 // Where each layer's K and V cache lives: the real cache, or the profiling forward's scratch.
 struct CacheView {
@@ -111,9 +114,10 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer sample_in, sample_out, op_saved;
   // A step's samples come down into sample_down[slot] (pinned), where sample_ready's event
   // `slot` marks them; `launched` holds the steps not yet collected, oldest first (a
-  // synchronous step collects its own at once; Executor::launch_sampled's wait). The next launch's placeholders name the sample rows of the
-  // step launched last (launch_rows; -1 after a synchronous step: no placeholders then), still
-  // in sample_out on the device; placeholder_rows is that count during a launched forward.
+  // synchronous step collects its own at once; Executor::launch_sampled's wait). The next
+  // launch's placeholders name the sample rows of the step launched last (launch_rows; -1 after
+  // a synchronous step: no placeholders then), still in sample_out on the device;
+  // placeholder_rows is that count during a launched forward.
   struct LaunchedStep {
     int slot = 0;
     size_t rows = 0;

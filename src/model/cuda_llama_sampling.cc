@@ -46,10 +46,7 @@ Status CudaLlamaExecutor::Impl::upload_sampling(const DeviceSamplingBatch& s) {
   const size_t in_bytes = L.rows_bytes + L.ops_bytes;
   if (in_bytes == 0) return Status();
   cuda::PinnedHostBuffer& staged = sample_host[staging];
-  if (staged.bytes() < in_bytes) {
-    staged = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(in_bytes * 3 / 2));
-  }
+  FOLIO_RETURN_IF_ERROR(ensure_pinned(staged, in_bytes));
   FOLIO_RETURN_IF_ERROR(ensure_device(sample_in, staged.bytes()));
   FOLIO_RETURN_IF_ERROR(ensure_device(op_saved, std::max<size_t>(16, s.ops.size() * sizeof(float))));
   if (sample_scratch.bytes() == 0) {
@@ -142,10 +139,7 @@ Status CudaLlamaExecutor::Impl::enqueue_samples(const DeviceSamplingBatch& s) {
   step.any_top = any_top(s);
   const size_t bytes = step.any_top ? L.out_bytes + L.top_bytes : L.out_bytes;
   cuda::PinnedHostBuffer& down = sample_down[staging];
-  if (down.bytes() < bytes) {
-    down = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(down, cuda::PinnedHostBuffer::allocate(bytes * 3 / 2));
-  }
+  FOLIO_RETURN_IF_ERROR(ensure_pinned(down, bytes));
   if (bytes > 0)  // a step of prompt chunks only samples nothing
     FOLIO_RETURN_IF_ERROR(cuda::copy_async(down.data(), sample_out.data(), bytes, nullptr));
   FOLIO_CUDA_RETURN_IF_ERROR(cudaEventRecord(sample_ready.ev[static_cast<size_t>(staging)], nullptr));

@@ -106,10 +106,7 @@ Status CudaLlamaExecutor::Impl::plan_step_attention(const ForwardBatch& b) {
   const size_t pair_bytes = fp8_pairs_host.size() * sizeof(BlockCopy);
   const size_t total = table_bytes + pair_bytes;
   cuda::PinnedHostBuffer& staged = fp8_host[staging];
-  if (staged.bytes() < total) {
-    staged = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(total * 3 / 2 + 16));
-  }
+  FOLIO_RETURN_IF_ERROR(ensure_pinned(staged, total));
   FOLIO_RETURN_IF_ERROR(ensure_device(fp8_dev, staged.bytes()));
   auto* h = static_cast<std::byte*>(staged.data());
   if (!fp8_table_host.empty())

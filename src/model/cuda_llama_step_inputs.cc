@@ -66,10 +66,7 @@ Status CudaLlamaExecutor::Impl::upload(const ForwardBatch& b, StepArrays& d) {
     total += align16(srcs[i].n);
   }
   cuda::PinnedHostBuffer& staged = host_in[staging];
-  if (staged.bytes() < total) {
-    staged = cuda::PinnedHostBuffer();
-    FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(total * 3 / 2));
-  }
+  FOLIO_RETURN_IF_ERROR(ensure_pinned(staged, total));
   FOLIO_RETURN_IF_ERROR(ensure_device(dev_in, staged.bytes()));
   auto* h = static_cast<std::byte*>(staged.data());
   for (int i = 0; i < 8; ++i)

@@ -72,12 +72,32 @@ std::vector<uint16_t> reference_sum(DType dt, const std::vector<std::vector<uint
   return out;
 }
 
+// n elements of dt drawn uniformly from [lo, hi), in order.
+std::vector<uint16_t> random_bits(DType dt, size_t n, std::mt19937& rng, float lo, float hi) {
+  std::vector<uint16_t> v(n);
+  for (auto& b : v) b = to_bits(dt, std::uniform_real_distribution<float>(lo, hi)(rng));
+  return v;
+}
+
+// One such vector per rank.
+std::vector<std::vector<uint16_t>> random_ranks(int world, DType dt, size_t n, std::mt19937& rng,
+                                                float lo, float hi) {
+  std::vector<std::vector<uint16_t>> in;
+  for (int r = 0; r < world; ++r) in.push_back(random_bits(dt, n, rng, lo, hi));
+  return in;
+}
+
+#define FOLIO_REQUIRE_PEER_GPUS()                                      \
+  do {                                                                 \
+    FOLIO_REQUIRE_GPU();                                               \
+    if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))      \
+      GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus(); \
+  } while (0)
+
 constexpr size_t kMaxBytes = size_t{2} << 20;
 
 TEST(PeerAllReduce, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
-  FOLIO_REQUIRE_GPU();
-  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
-    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  FOLIO_REQUIRE_PEER_GPUS();
   const int world = gpus() >= 4 && PeerAllReduceRank::all_peers_reachable(4) ? 4 : 2;
   PeerGroup g(world, kMaxBytes);
   FOLIO_ASSERT_OK(g.status);
@@ -87,9 +107,7 @@ TEST(PeerAllReduce, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
     for (const size_t elems : {size_t{8}, size_t{4096}, size_t{3 * 4096 + 8}, size_t{64 * 4096},
                                size_t{333 * 1024}, kMaxBytes / 2}) {
       for (int round = 0; round < 3; ++round, ++calls) {
-        std::vector<std::vector<uint16_t>> in(world, std::vector<uint16_t>(elems));
-        for (auto& rank : in)
-          for (auto& b : rank) b = to_bits(dt, std::uniform_real_distribution<float>(-4, 4)(rng));
+        const auto in = random_ranks(world, dt, elems, rng, -4, 4);
         std::vector<std::vector<uint16_t>> out(world, std::vector<uint16_t>(elems));
         FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
           FOLIO_RETURN_IF_ERROR(copy(g.bufs[r].data(), in[r].data(), elems * 2));
@@ -110,9 +128,7 @@ TEST(PeerAllReduce, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
 // then rms_norm (rms_norm.h) on every rank; plain and fused calls interleave on one set of
 // counters.
 TEST(PeerAllReduce, FusedRmsNormMatchesAllReduceThenRmsNorm) {
-  FOLIO_REQUIRE_GPU();
-  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
-    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  FOLIO_REQUIRE_PEER_GPUS();
   const int world = 2;
   PeerGroup g(world, kMaxBytes);
   FOLIO_ASSERT_OK(g.status);
@@ -123,11 +139,8 @@ TEST(PeerAllReduce, FusedRmsNormMatchesAllReduceThenRmsNorm) {
       for (const int rows : {1, 7, 64, 200}) {
         if (!peer_all_reduce_norm_fits(g.ranks[0]->view(), rows, dim)) continue;
         const size_t n = static_cast<size_t>(rows) * dim;
-        std::vector<std::vector<uint16_t>> in(world, std::vector<uint16_t>(n));
-        for (auto& rank : in)
-          for (auto& b : rank) b = to_bits(dt, std::uniform_real_distribution<float>(-2, 2)(rng));
-        std::vector<uint16_t> weight(dim);
-        for (auto& b : weight) b = to_bits(dt, std::uniform_real_distribution<float>(0.5f, 1.5f)(rng));
+        const auto in = random_ranks(world, dt, n, rng, -2, 2);
+        const std::vector<uint16_t> weight = random_bits(dt, dim, rng, 0.5f, 1.5f);
         // [fused x, fused y, plain x, plain y] per rank.
         std::vector<std::vector<std::vector<uint16_t>>> out(
             world, std::vector<std::vector<uint16_t>>(4, std::vector<uint16_t>(n)));
@@ -165,18 +178,14 @@ TEST(PeerAllReduce, FusedRmsNormMatchesAllReduceThenRmsNorm) {
 // Three calls captured in one graph per rank, replayed twice: the call counters live on the
 // device, so replays keep pairing the ranks' calls and alternating the staging halves.
 TEST(PeerAllReduce, ReplaysFromCudaGraphs) {
-  FOLIO_REQUIRE_GPU();
-  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
-    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  FOLIO_REQUIRE_PEER_GPUS();
   const int world = 2;
   const DType dt = DType::kBF16;
   const size_t elems = 16 * 4096;
   PeerGroup g(world, kMaxBytes);
   FOLIO_ASSERT_OK(g.status);
   std::mt19937 rng(9);
-  std::vector<std::vector<uint16_t>> in(world, std::vector<uint16_t>(elems));
-  for (auto& rank : in)
-    for (auto& b : rank) b = to_bits(dt, std::uniform_real_distribution<float>(-1, 1)(rng));
+  const auto in = random_ranks(world, dt, elems, rng, -1, 1);
   std::vector<std::vector<uint16_t>> out(world, std::vector<uint16_t>(elems));
   FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
     FOLIO_RETURN_IF_ERROR(copy(g.bufs[r].data(), in[r].data(), elems * 2));
@@ -206,9 +215,7 @@ TEST(PeerAllReduce, ReplaysFromCudaGraphs) {
 // single half, rank 1 would sum rank 0's next message). The flags' pairing is exercised at
 // speed, as decode graphs run them.
 TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
-  FOLIO_REQUIRE_GPU();
-  if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))
-    GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus();
+  FOLIO_REQUIRE_PEER_GPUS();
   const int world = 2, calls = 48, dim = 4096;
   constexpr int kReplays = 3;
   const DType dt = DType::kBF16;
@@ -218,13 +225,9 @@ TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
   std::mt19937 rng(33);
   std::vector<std::vector<std::vector<uint16_t>>> in(world);  // [rank][call][elems]
   for (int r = 0; r < world; ++r)
-    for (int i = 0; i < calls; ++i) {
-      std::vector<uint16_t> v(static_cast<size_t>(rows_of[i % 4]) * dim);
-      for (auto& b : v) b = to_bits(dt, std::uniform_real_distribution<float>(-2, 2)(rng));
-      in[r].push_back(std::move(v));
-    }
-  std::vector<uint16_t> weight(dim);
-  for (auto& b : weight) b = to_bits(dt, std::uniform_real_distribution<float>(0.5f, 1.5f)(rng));
+    for (int i = 0; i < calls; ++i)
+      in[r].push_back(random_bits(dt, static_cast<size_t>(rows_of[i % 4]) * dim, rng, -2, 2));
+  const std::vector<uint16_t> weight = random_bits(dt, dim, rng, 0.5f, 1.5f);
   // [rank][call]: x after the call, and for the fused calls y against rms_norm of that x.
   std::vector<std::vector<std::vector<uint16_t>>> x_out(world, std::vector<std::vector<uint16_t>>(calls));
   std::vector<std::vector<std::vector<uint16_t>>> y_out = x_out, y_ref = x_out;
