@@ -11,10 +11,11 @@
 #     scripts/gpu-tp.sh tests        # the tests only
 #     scripts/gpu-tp.sh bench        # the 8B benchmarks only
 #     scripts/gpu-tp.sh bench70      # (nvidia-h200-x4) the dummy 70B at -tp 4
+#     scripts/gpu-tp.sh bench70x2    # (nvidia-h200-x2) the dummy 70B at -tp 2 (66 GiB a GPU)
 #     scripts/gpu-tp.sh bench4       # (nvidia-h200-x4) the dummy 8B at -tp 4
 #     scripts/gpu-tp.sh allreduce    # peer all-reduce against NCCL over every GPU: the kernel
-#                                    #   bench, then B3 and B1 at -tp <GPUs> with and without
-#                                    #   --disable-custom-all-reduce, alternated
+#                                    #   benches (one-shot; two-shot by grid), then B3 and B1 at
+#                                    #   -tp <GPUs> with and without --disable-custom-all-reduce
 # `run` takes about 8-10 minutes (the device call limit is 10): if it runs out, call `tests` and
 # `bench` separately. On 4 GPUs, `tests` also runs the TP=4 cases.
 #
@@ -104,7 +105,8 @@ case "${1:-}" in
   tests) setup_env; set +e; tests ;;
   bench) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 1 2 ;;
   bench70) setup_env; set +e; bench_models configs/llama-3-70b.json llama3-70b 4 ;;
+  bench70x2) setup_env; set +e; bench_models configs/llama-3-70b.json llama3-70b 2 ;;
   bench4) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 4 ;;
   allreduce) setup_env; set +e; allreduce ;;
-  *) echo "usage: $0 stage|run|tests|bench|bench70|bench4|allreduce" >&2; exit 2 ;;
+  *) echo "usage: $0 stage|run|tests|bench|bench70|bench70x2|bench4|allreduce" >&2; exit 2 ;;
 esac

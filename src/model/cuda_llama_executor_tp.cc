@@ -28,8 +28,13 @@ Status CudaLlamaExecutor::pending_error() const {
 // nothing to sum, and an empty stage would only show the timer's own event overhead.
 Status CudaLlamaExecutor::Impl::tp_all_reduce(void* buf, size_t elements) {
   if (!tp || shard.world == 1) return Status();
-  if (tp->peer && cuda::peer_all_reduce_fits(*tp->peer, elements * cuda::dtype_size(dt)))
+  using Form = cuda::PeerAllReduceForm;
+  const Form form = tp->peer ? cuda::peer_all_reduce_form(*tp->peer, elements * cuda::dtype_size(dt))
+                             : Form::kNone;
+  if (form == Form::kOneShot)
     FOLIO_RETURN_IF_ERROR(cuda::peer_all_reduce_sum(*tp->peer, dt, buf, elements, stream));
+  else if (form == Form::kTwoShot)
+    FOLIO_RETURN_IF_ERROR(cuda::peer_all_reduce_two_shot(*tp->peer, dt, buf, elements, stream));
   else
     FOLIO_RETURN_IF_ERROR(tp->comm->all_reduce_sum(buf, elements, comm_type(dt), stream));
   mark("all_reduce");
@@ -41,7 +46,9 @@ Status CudaLlamaExecutor::Impl::tp_all_reduce_norm(void* x, int rows, const void
   normed = false;
   if (!tp || shard.world == 1) return Status();
   const int H = config.hidden_size;
-  if (weight && fused_tp_norm && tp->peer && cuda::peer_all_reduce_norm_fits(*tp->peer, rows, H)) {
+  const size_t bytes = static_cast<size_t>(rows) * H * cuda::dtype_size(dt);
+  if (weight && fused_tp_norm && tp->peer && cuda::peer_all_reduce_norm_fits(*tp->peer, rows, H) &&
+      cuda::peer_all_reduce_form(*tp->peer, bytes) == cuda::PeerAllReduceForm::kOneShot) {
     FOLIO_RETURN_IF_ERROR(cuda::peer_all_reduce_rms_norm(
         *tp->peer, dt, x, weight, y, rows, H, static_cast<float>(config.rms_norm_eps), stream));
     mark("all_reduce_norm");

@@ -1,6 +1,7 @@
 #include "model/cuda_tp_executor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,26 @@ size_t peer_all_reduce_bytes(const ModelConfig& c, const CudaExecutorOptions& o,
   return std::min(cap, decode) / 16 * 16;
 }
 
+// FOLIO_PEER_TWO_SHOT_FROM=<KiB> moves the one-shot / two-shot crossover (measuring runs);
+// "off" keeps the two-shot form out (messages past the staging then go by NCCL), as does a world
+// it has no instance for.
+size_t two_shot_from_bytes(int world) {
+  const char* e = std::getenv("FOLIO_PEER_TWO_SHOT_FROM");
+  if ((world != 2 && world != 4 && world != 8) || (e && std::string(e) == "off"))
+    return cuda::kPeerTwoShotOff;
+  if (!e || !*e) return cuda::kPeerTwoShotFromDefault;
+  return static_cast<size_t>(std::strtoull(e, nullptr, 10)) << 10;
+}
+
+std::string all_reduce_summary(bool peer, size_t peer_bytes, size_t two_shot_from) {
+  if (!peer) return "by NCCL";
+  const std::string one_shot = "up to " + std::to_string(peer_bytes >> 10) + " KiB";
+  if (two_shot_from == cuda::kPeerTwoShotOff)
+    return "by peer stores " + one_shot + " (one-shot), larger by NCCL";
+  return "by peer stores: one-shot " + one_shot + " and below " +
+         std::to_string(two_shot_from >> 10) + " KiB, two-shot (in place) beyond";
+}
+
 }  // namespace
 
 Status check_tensor_parallel(const ModelConfig& c, int world) {
@@ -90,6 +111,7 @@ Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig
   // plans its memory, so the plan sees them), then the executors, each given every rank's view.
   const bool peer = options.custom_all_reduce && cuda::PeerAllReduceRank::all_peers_reachable(world);
   const size_t peer_bytes = peer_all_reduce_bytes(config, options, world);
+  const size_t two_shot_from = two_shot_from_bytes(world);
   Status st = g->threads.run([&](int r) -> Status {
     Group::Rank& rank = g->ranks[r];
     Status s = [&]() -> Status {
@@ -108,6 +130,7 @@ Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig
     std::vector<cuda::PeerAllReduceRank*> views;
     for (Group::Rank& rank : g->ranks) views.push_back(rank.peer.get());
     cuda::PeerAllReduceRank::connect(views);
+    for (Group::Rank& rank : g->ranks) rank.peer->mutable_view().two_shot_from = two_shot_from;
   }
   st = g->threads.run([&](int r) -> Status {
     Group::Rank& rank = g->ranks[r];
@@ -146,8 +169,7 @@ Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig
            "; KV cache " + std::to_string(kv0.num_blocks) + " blocks on every rank, " +
            std::to_string(g->ranks[0].ctx.shard.local_kv_heads) + " KV heads each" +
            (g->ranks[0].ctx.shard.kv_replicated ? " (replicated)" : "") + "; all-reduces " +
-           (peer ? "up to " + std::to_string(peer_bytes >> 10) + " KiB by peer stores, larger by NCCL"
-                 : std::string("by NCCL")));
+           all_reduce_summary(peer, peer_bytes, two_shot_from));
   return std::unique_ptr<CudaTpExecutor>(new CudaTpExecutor(std::move(g)));
 }
 

@@ -20,79 +20,10 @@
 #include "cuda_test_util.h"
 #include "dist/communicator.h"
 #include "dist/rank_threads.h"
+#include "peer_test_util.h"
 
 namespace folio::cuda {
 namespace {
-
-using testing::from_bits;
-using testing::to_bits;
-
-int gpus() {
-  auto n = device_count();
-  return n.ok() ? *n : 0;
-}
-
-// Every rank's buffers, made and freed on the rank's thread (its device current).
-struct PeerGroup {
-  explicit PeerGroup(int world, size_t max_bytes) : threads(world), ranks(world), bufs(world) {
-    status = threads.run([&](int r) -> Status {
-      FOLIO_RETURN_IF_ERROR(set_device(r));
-      FOLIO_RETURN_IF_ERROR(PeerAllReduceRank::enable_peer_access(r, world));
-      FOLIO_ASSIGN_OR_RETURN(ranks[r], PeerAllReduceRank::allocate(r, world, max_bytes));
-      FOLIO_ASSIGN_OR_RETURN(bufs[r], DeviceBuffer::allocate(max_bytes));
-      return Status();
-    });
-    if (!status.ok()) return;
-    std::vector<PeerAllReduceRank*> views;
-    for (auto& r : ranks) views.push_back(r.get());
-    PeerAllReduceRank::connect(views);
-  }
-  ~PeerGroup() {
-    (void)threads.run([&](int r) {
-      bufs[r] = DeviceBuffer();
-      ranks[r].reset();
-      return Status();
-    });
-  }
-  int world() const { return threads.world(); }
-  RankThreads threads;
-  std::vector<std::unique_ptr<PeerAllReduceRank>> ranks;
-  std::vector<DeviceBuffer> bufs;
-  Status status;
-};
-
-// The sum of the ranks' element i in rank order in fp32, rounded once.
-std::vector<uint16_t> reference_sum(DType dt, const std::vector<std::vector<uint16_t>>& in) {
-  std::vector<uint16_t> out(in[0].size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    float acc = 0.0f;
-    for (const auto& rank : in) acc += from_bits(dt, rank[i]);
-    out[i] = to_bits(dt, acc);
-  }
-  return out;
-}
-
-// n elements of dt drawn uniformly from [lo, hi), in order.
-std::vector<uint16_t> random_bits(DType dt, size_t n, std::mt19937& rng, float lo, float hi) {
-  std::vector<uint16_t> v(n);
-  for (auto& b : v) b = to_bits(dt, std::uniform_real_distribution<float>(lo, hi)(rng));
-  return v;
-}
-
-// One such vector per rank.
-std::vector<std::vector<uint16_t>> random_ranks(int world, DType dt, size_t n, std::mt19937& rng,
-                                                float lo, float hi) {
-  std::vector<std::vector<uint16_t>> in;
-  for (int r = 0; r < world; ++r) in.push_back(random_bits(dt, n, rng, lo, hi));
-  return in;
-}
-
-#define FOLIO_REQUIRE_PEER_GPUS()                                      \
-  do {                                                                 \
-    FOLIO_REQUIRE_GPU();                                               \
-    if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))      \
-      GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus(); \
-  } while (0)
 
 constexpr size_t kMaxBytes = size_t{2} << 20;
 

@@ -4,6 +4,7 @@
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/peer_all_reduce.h"
+#include "backend/cuda/peer_sync.cuh"
 #include "backend/cuda/rms_norm.h"
 
 namespace folio::cuda {
@@ -13,32 +14,9 @@ namespace {
 // each block's call counter (hence the staging half) is the same in every block and on every
 // rank.
 constexpr int kThreads = 512;
-constexpr unsigned long long kSpinTimeoutNs = 60ull * 1000 * 1000 * 1000;
-
-__device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
 
 // A rank raises call c's flag at most one call ahead of a waiter (it cannot finish call c+1
-// before the waiter raised its own flags of c+1), so "at least c" is the test.
-__device__ void wait_flag(const uint32_t* flag, uint32_t call) {
-  const unsigned long long start = global_ns();
-  for (int spins = 0; static_cast<int32_t>(load_acquire_sys(flag) - call) < 0; ++spins)
-    if ((spins & 1023) == 1023 && global_ns() - start > kSpinTimeoutNs) __trap();
-}
-
+// before the waiter raised its own flags of c+1), so wait_flag's "at least c" is the test.
 // The block's call number (its counter + 1) and the byte offset of that call's staging half.
 __device__ __forceinline__ uint32_t begin_call(const PeerAllReduceView& v, size_t& half) {
   __shared__ uint32_t call_shared;
@@ -90,8 +68,8 @@ __device__ __forceinline__ void sum_vector(const PeerAllReduceView& v, size_t ha
 // explains the order: virtual warps of 32 packs, a warp_sum each, then one over the partials).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    peer_all_reduce_norm_kernel(PeerAllReduceView v, T* x, const T* weight, T* y, int rows,
-                                int dim, float eps) {
+    peer_all_reduce_norm_kernel(PeerAllReduceView v, T* x, const T* weight, T* y, int rows, int dim,
+                                float eps) {
   size_t half = 0;
   const uint32_t call = begin_call(v, half);
   const int packs = dim / 8, vwarps = (packs + 31) / 32;
@@ -174,8 +152,8 @@ Status peer_all_reduce_sum(const PeerAllReduceView& v, DType dt, void* buf, size
   // reuse relies on. Launched with PDL (the next kernel's weight loads overlapping the exchange)
   // B3 -tp 2 ran 2.4% slower (NOTES.md, session 37).
   return FOLIO_DISPATCH_DTYPE(dt, T, [&] {
-    peer_all_reduce_kernel<T><<<kPeerMaxBlocks, kThreads, 0, as_stream(stream)>>>(
-        v, static_cast<T*>(buf), vectors);
+    peer_all_reduce_kernel<T>
+        <<<kPeerMaxBlocks, kThreads, 0, as_stream(stream)>>>(v, static_cast<T*>(buf), vectors);
     return launch_status("peer_all_reduce_kernel");
   });
 }
@@ -189,7 +167,9 @@ Status peer_all_reduce_rms_norm(const PeerAllReduceView& v, DType dt, void* x, c
                                 void* y, int rows, int dim, float eps, void* stream) {
   if (!peer_all_reduce_norm_fits(v, rows, dim) ||
       (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(weight) |
-       reinterpret_cast<uintptr_t>(y)) % 16 != 0)
+       reinterpret_cast<uintptr_t>(y)) %
+              16 !=
+          0)
     return internal_error("peer all-reduce + rms_norm: [" + std::to_string(rows) + ", " +
                           std::to_string(dim) + "] does not fit");
   return FOLIO_DISPATCH_DTYPE(dt, T, [&] {
@@ -243,22 +223,31 @@ Status PeerAllReduceRank::enable_peer_access(int rank, int world) {
 }
 
 Result<std::unique_ptr<PeerAllReduceRank>> PeerAllReduceRank::allocate(int rank, int world,
-                                                                        size_t max_bytes) {
+                                                                       size_t max_bytes) {
   if (world < 2 || world > kPeerMaxRanks || rank < 0 || rank >= world || max_bytes % 16 != 0)
     return invalid_argument("peer all-reduce: bad rank / world / size");
   auto r = std::unique_ptr<PeerAllReduceRank>(new PeerAllReduceRank());
   const size_t flag_bytes = sizeof(uint32_t) * kPeerMaxBlocks * kPeerMaxRanks;
+  const size_t call_bytes = sizeof(uint32_t) * kPeerMaxBlocks;
   FOLIO_ASSIGN_OR_RETURN(r->staging_, DeviceBuffer::allocate(2 * world * max_bytes));
   FOLIO_ASSIGN_OR_RETURN(r->flags_, DeviceBuffer::allocate(flag_bytes));
-  FOLIO_ASSIGN_OR_RETURN(r->calls_, DeviceBuffer::allocate(sizeof(uint32_t) * kPeerMaxBlocks));
-  FOLIO_CUDA_RETURN_IF_ERROR(cudaMemset(r->flags_.data(), 0, flag_bytes));
-  FOLIO_CUDA_RETURN_IF_ERROR(cudaMemset(r->calls_.data(), 0, r->calls_.bytes()));
+  FOLIO_ASSIGN_OR_RETURN(r->calls_, DeviceBuffer::allocate(call_bytes));
+  const size_t two_shot_slots = size_t{kTwoShotMaxBlocks} * kPeerMaxRanks;
+  FOLIO_ASSIGN_OR_RETURN(r->two_shot_flags_,
+                         DeviceBuffer::allocate(sizeof(uint32_t) * two_shot_slots));
+  FOLIO_ASSIGN_OR_RETURN(r->two_shot_ptrs_,
+                         DeviceBuffer::allocate(sizeof(uint64_t) * two_shot_slots));
+  FOLIO_ASSIGN_OR_RETURN(r->two_shot_calls_,
+                         DeviceBuffer::allocate(sizeof(uint32_t) * kTwoShotMaxBlocks));
+  for (DeviceBuffer* b : {&r->flags_, &r->calls_, &r->two_shot_flags_, &r->two_shot_calls_})
+    FOLIO_CUDA_RETURN_IF_ERROR(cudaMemset(b->data(), 0, b->bytes()));
   // Zeroed before returning: another rank's first call may raise a flag here right after.
   FOLIO_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   r->view_.rank = rank;
   r->view_.world = world;
   r->view_.max_bytes = max_bytes;
   r->view_.calls = r->calls_.as<uint32_t>();
+  r->view_.two_shot_calls = r->two_shot_calls_.as<uint32_t>();
   return Result<std::unique_ptr<PeerAllReduceRank>>(std::move(r));
 }
 
@@ -267,6 +256,8 @@ void PeerAllReduceRank::connect(const std::vector<PeerAllReduceRank*>& ranks) {
     for (size_t p = 0; p < ranks.size(); ++p) {
       r->view_.staging[p] = ranks[p]->staging_.data();
       r->view_.flags[p] = ranks[p]->flags_.as<uint32_t>();
+      r->view_.two_shot_flags[p] = ranks[p]->two_shot_flags_.as<uint32_t>();
+      r->view_.two_shot_ptrs[p] = ranks[p]->two_shot_ptrs_.as<uint64_t>();
     }
 }
 

@@ -1,0 +1,92 @@
+// Helpers of the peer all-reduce tests (peer_all_reduce_test.cc, peer_all_reduce_two_shot_test.cc):
+// a group of ranks with their buffers on rank threads, the host's rank-order sum, random inputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/device_memory.h"
+#include "backend/cuda/dtype.h"
+#include "backend/cuda/peer_all_reduce.h"
+#include "cuda_test_util.h"
+#include "dist/rank_threads.h"
+
+namespace folio::cuda {
+
+using testing::from_bits;
+using testing::to_bits;
+
+inline int gpus() {
+  auto n = device_count();
+  return n.ok() ? *n : 0;
+}
+
+// Every rank's buffers, made and freed on the rank's thread (its device current).
+struct PeerGroup {
+  // max_bytes: the one-shot staging's limit; buf_bytes: each rank's buffer (default the same).
+  explicit PeerGroup(int world, size_t max_bytes, size_t buf_bytes = 0)
+      : threads(world), ranks(world), bufs(world) {
+    status = threads.run([&](int r) -> Status {
+      FOLIO_RETURN_IF_ERROR(set_device(r));
+      FOLIO_RETURN_IF_ERROR(PeerAllReduceRank::enable_peer_access(r, world));
+      FOLIO_ASSIGN_OR_RETURN(ranks[r], PeerAllReduceRank::allocate(r, world, max_bytes));
+      FOLIO_ASSIGN_OR_RETURN(bufs[r], DeviceBuffer::allocate(buf_bytes ? buf_bytes : max_bytes));
+      return Status();
+    });
+    if (!status.ok()) return;
+    std::vector<PeerAllReduceRank*> views;
+    for (auto& r : ranks) views.push_back(r.get());
+    PeerAllReduceRank::connect(views);
+  }
+  ~PeerGroup() {
+    (void)threads.run([&](int r) {
+      bufs[r] = DeviceBuffer();
+      ranks[r].reset();
+      return Status();
+    });
+  }
+  int world() const { return threads.world(); }
+  RankThreads threads;
+  std::vector<std::unique_ptr<PeerAllReduceRank>> ranks;
+  std::vector<DeviceBuffer> bufs;
+  Status status;
+};
+
+// The sum of the ranks' element i in rank order in fp32, rounded once.
+inline std::vector<uint16_t> reference_sum(DType dt, const std::vector<std::vector<uint16_t>>& in) {
+  std::vector<uint16_t> out(in[0].size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    float acc = 0.0f;
+    for (const auto& rank : in) acc += from_bits(dt, rank[i]);
+    out[i] = to_bits(dt, acc);
+  }
+  return out;
+}
+
+// n elements of dt drawn uniformly from [lo, hi), in order.
+inline std::vector<uint16_t> random_bits(DType dt, size_t n, std::mt19937& rng, float lo,
+                                         float hi) {
+  std::vector<uint16_t> v(n);
+  for (auto& b : v) b = to_bits(dt, std::uniform_real_distribution<float>(lo, hi)(rng));
+  return v;
+}
+
+// One such vector per rank.
+inline std::vector<std::vector<uint16_t>> random_ranks(int world, DType dt, size_t n,
+                                                       std::mt19937& rng, float lo, float hi) {
+  std::vector<std::vector<uint16_t>> in;
+  for (int r = 0; r < world; ++r) in.push_back(random_bits(dt, n, rng, lo, hi));
+  return in;
+}
+
+#define FOLIO_REQUIRE_PEER_GPUS()                                        \
+  do {                                                                   \
+    FOLIO_REQUIRE_GPU();                                                 \
+    if (gpus() < 2 || !PeerAllReduceRank::all_peers_reachable(2))        \
+      GTEST_SKIP() << "needs 2 GPUs with peer access, found " << gpus(); \
+  } while (0)
+
+}  // namespace folio::cuda

@@ -1,0 +1,119 @@
+// The all-reduce forms under tensor parallelism, end to end: the engine on a Llama-3-8B-shaped
+// dummy model (hidden 4096, two layers), over prefill chunks and decode steps at batch > 1, with
+// a form switched by its environment variable against the other. Each form is bit-identical by
+// construction, so every token and logprob must match:
+// - the all-reduce + RMSNorm fusion (the default) against FOLIO_TP_FUSED_NORM=0 (an all-reduce,
+//   then rms_norm; batch 1 keeps its norms inside the skinny GEMVs);
+// - every all-reduce by the two-shot form (FOLIO_PEER_TWO_SHOT_FROM=0) against none
+//   (FOLIO_PEER_TWO_SHOT_FROM=off: one-shot within the staging, NCCL beyond; two ranks' NCCL sum
+//   is the fp32 sum rounded once).
+// Skips without 2 GPUs.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/file_util.h"
+#include "cuda_test_util.h"
+#include "engine/engine_factory.h"
+#include "engine/engine_runner.h"
+
+namespace folio {
+namespace {
+
+// The engine's outputs for 12 greedy requests (some prompts take two chunks) with `var` set to
+// `value` while the engine is made (the executor reads it then).
+testing::RunResult run_with(const char* var, const char* value, int max_batched_tokens) {
+  auto j = read_json_file(std::string(FOLIO_SOURCE_DIR) + "/configs/llama-3-8b.json");
+  if (!j.ok()) {
+    ADD_FAILURE() << j.status().to_string();
+    return {};
+  }
+  (*j)["num_hidden_layers"] = 2;
+  const std::string config_path = ::testing::TempDir() + "/folio_tp_all_reduce_config.json";
+  {
+    std::ofstream f(config_path);
+    f << j->dump();
+    EXPECT_TRUE(f.good()) << config_path;
+  }
+  std::mt19937 rng(3);
+  std::vector<GenerateRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    GenerateRequest g;
+    const int len = 5 + static_cast<int>(rng() % 300);
+    for (int t = 0; t < len; ++t)
+      g.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 128000));
+    g.params.max_tokens = 12;
+    g.params.ignore_eos = true;
+    g.params.has_temperature = true;
+    g.params.temperature = 0.0f;
+    g.params.logprobs = 2;
+    reqs.push_back(std::move(g));
+  }
+  setenv(var, value, 1);
+  EngineConfig c;
+  c.tensor_parallel_size = 2;
+  c.num_kv_blocks = 256;
+  c.sched.max_num_batched_tokens = max_batched_tokens;
+  LoadOptions o;
+  o.device = "cuda";
+  o.load_format = "dummy";
+  o.model_config_file = config_path;
+  auto engine = load_engine(o, c);
+  unsetenv(var);
+  if (!engine.ok()) {
+    ADD_FAILURE() << engine.status().to_string();
+    return {};
+  }
+  auto result = testing::run_all(**engine, reqs);
+  EXPECT_EQ(result.outputs.size(), reqs.size());
+  return result;
+}
+
+// Every request's tokens and logprobs equal; returns how many tokens were compared.
+size_t expect_identical(const testing::RunResult& want, const testing::RunResult& got) {
+  size_t tokens = 0;
+  EXPECT_EQ(got.outputs.size(), want.outputs.size());
+  for (size_t i = 0; i < want.outputs.size() && i < got.outputs.size(); ++i) {
+    EXPECT_EQ(got.outputs[i].deltas.size(), 1u);
+    if (got.outputs[i].deltas.size() != 1 || want.outputs[i].deltas.size() != 1) continue;
+    const auto& w = want.outputs[i].deltas[0];
+    const auto& g = got.outputs[i].deltas[0];
+    EXPECT_EQ(g.token_ids, w.token_ids) << "request " << i;
+    EXPECT_EQ(g.logprobs.size(), w.logprobs.size()) << "request " << i;
+    for (size_t t = 0; t < g.logprobs.size() && t < w.logprobs.size(); ++t)
+      EXPECT_EQ(g.logprobs[t].logprob, w.logprobs[t].logprob) << "request " << i << " token " << t;
+    tokens += g.token_ids.size();
+  }
+  return tokens;
+}
+
+bool two_gpus() {
+  auto n = cuda::device_count();
+  return n.ok() && *n >= 2;
+}
+
+TEST(TpFusedNorm, EngineMatchesTheSeparateNormBitForBit) {
+  FOLIO_REQUIRE_GPU();
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const auto want = run_with("FOLIO_TP_FUSED_NORM", "0", 256);
+  const auto got = run_with("FOLIO_TP_FUSED_NORM", "1", 256);
+  ASSERT_EQ(want.outputs.size(), 12u);
+  std::printf("tp2 fused norm: %zu tokens and logprobs identical\n", expect_identical(want, got));
+}
+
+// 512-token steps: 4 MiB messages, past the one-shot staging of 256 sequences (2 MiB), so "off"
+// sends them to NCCL; decode steps (captured in graphs) take the two-shot too with "0".
+TEST(TpTwoShot, EngineMatchesOneShotAndNcclBitForBit) {
+  FOLIO_REQUIRE_GPU();
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const auto want = run_with("FOLIO_PEER_TWO_SHOT_FROM", "off", 512);
+  const auto got = run_with("FOLIO_PEER_TWO_SHOT_FROM", "0", 512);
+  ASSERT_EQ(want.outputs.size(), 12u);
+  std::printf("tp2 two-shot: %zu tokens and logprobs identical\n", expect_identical(want, got));
+}
+
+}  // namespace
+}  // namespace folio
