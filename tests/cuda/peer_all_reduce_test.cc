@@ -4,6 +4,8 @@
 // counters) and inside CUDA graphs replayed; the fused all-reduce + RMSNorm against the plain
 // all-reduce followed by rms_norm. PeerAllReduceBench (FOLIO_CUDA_BENCH=1) times it
 // against NCCL's all-reduce per message size, both replayed from graphs. Skips without 2 GPUs.
+#include "backend/cuda/peer_all_reduce.h"
+
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -14,7 +16,6 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_graph.h"
-#include "backend/cuda/peer_all_reduce.h"
 #include "backend/cuda/rms_norm.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"
@@ -42,8 +43,8 @@ TEST(PeerAllReduce, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
         std::vector<std::vector<uint16_t>> out(world, std::vector<uint16_t>(elems));
         FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
           FOLIO_RETURN_IF_ERROR(copy(g.bufs[r].data(), in[r].data(), elems * 2));
-          FOLIO_RETURN_IF_ERROR(peer_all_reduce_sum(g.ranks[r]->view(), dt, g.bufs[r].data(),
-                                                    elems, nullptr));
+          FOLIO_RETURN_IF_ERROR(
+              peer_all_reduce_sum(g.ranks[r]->view(), dt, g.bufs[r].data(), elems, nullptr));
           return copy(out[r].data(), g.bufs[r].data(), elems * 2);
         }));
         const std::vector<uint16_t> want = reference_sum(dt, in);
@@ -82,8 +83,8 @@ TEST(PeerAllReduce, FusedRmsNormMatchesAllReduceThenRmsNorm) {
           const PeerAllReduceView& v = g.ranks[r]->view();
           void* x = g.bufs[r].data();
           FOLIO_RETURN_IF_ERROR(copy(x, in[r].data(), n * 2));
-          FOLIO_RETURN_IF_ERROR(peer_all_reduce_rms_norm(v, dt, x, w.data(), y.data(), rows, dim,
-                                                         1e-5f, nullptr));
+          FOLIO_RETURN_IF_ERROR(
+              peer_all_reduce_rms_norm(v, dt, x, w.data(), y.data(), rows, dim, 1e-5f, nullptr));
           FOLIO_RETURN_IF_ERROR(copy(out[r][0].data(), x, n * 2));
           FOLIO_RETURN_IF_ERROR(copy(out[r][1].data(), y.data(), n * 2));
           FOLIO_RETURN_IF_ERROR(copy(x, in[r].data(), n * 2));
@@ -160,43 +161,31 @@ TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
       in[r].push_back(random_bits(dt, static_cast<size_t>(rows_of[i % 4]) * dim, rng, -2, 2));
   const std::vector<uint16_t> weight = random_bits(dt, dim, rng, 0.5f, 1.5f);
   // [rank][call]: x after the call, and for the fused calls y against rms_norm of that x.
-  std::vector<std::vector<std::vector<uint16_t>>> x_out(world, std::vector<std::vector<uint16_t>>(calls));
+  std::vector<std::vector<std::vector<uint16_t>>> x_out(world,
+                                                        std::vector<std::vector<uint16_t>>(calls));
   std::vector<std::vector<std::vector<uint16_t>>> y_out = x_out, y_ref = x_out;
   FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
     std::vector<DeviceBuffer> xs, ys;
-    for (int i = 0; i < calls; ++i) {
-      const size_t bytes = in[r][i].size() * 2;
-      FOLIO_ASSIGN_OR_RETURN(DeviceBuffer x, DeviceBuffer::allocate(bytes));
-      FOLIO_ASSIGN_OR_RETURN(DeviceBuffer y, DeviceBuffer::allocate(bytes));
-      FOLIO_RETURN_IF_ERROR(copy(x.data(), in[r][i].data(), bytes));
-      xs.push_back(std::move(x));
-      ys.push_back(std::move(y));
-    }
+    FOLIO_RETURN_IF_ERROR(upload_calls(in[r], xs, ys));
     FOLIO_ASSIGN_OR_RETURN(DeviceBuffer w, DeviceBuffer::allocate(dim * 2));
     FOLIO_RETURN_IF_ERROR(copy(w.data(), weight.data(), dim * 2));
     FOLIO_ASSIGN_OR_RETURN(DeviceBuffer hold, DeviceBuffer::allocate(size_t{256} << 20));
     const PeerAllReduceView& v = g.ranks[r]->view();
     auto graph = CudaGraph::capture([&](void* s) -> Status {
       for (int i = 0; i < calls; ++i) {
-        if (r == 1 && i % 3 == 0) FOLIO_RETURN_IF_ERROR(memset_async(hold.data(), i, hold.bytes(), s));
+        if (r == 1 && i % 3 == 0)
+          FOLIO_RETURN_IF_ERROR(memset_async(hold.data(), i, hold.bytes(), s));
         const int rows = rows_of[i % 4];
-        FOLIO_RETURN_IF_ERROR(i % 2 == 0 ? peer_all_reduce_sum(v, dt, xs[i].data(),
-                                                               static_cast<size_t>(rows) * dim, s)
-                                         : peer_all_reduce_rms_norm(v, dt, xs[i].data(), w.data(),
-                                                                    ys[i].data(), rows, dim, 1e-5f, s));
+        FOLIO_RETURN_IF_ERROR(
+            i % 2 == 0
+                ? peer_all_reduce_sum(v, dt, xs[i].data(), static_cast<size_t>(rows) * dim, s)
+                : peer_all_reduce_rms_norm(v, dt, xs[i].data(), w.data(), ys[i].data(), rows, dim,
+                                           1e-5f, s));
       }
       return Status();
     });
     if (!graph.ok()) return graph.status();
-    cudaStream_t side = nullptr;
-    if (r == 1) {
-      FOLIO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-      for (int k = 0; k < 24; ++k)
-        FOLIO_RETURN_IF_ERROR(memset_async(hold.data(), k, hold.bytes(), side));
-    }
-    for (int replay = 0; replay < kReplays; ++replay) FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
-    FOLIO_RETURN_IF_ERROR(synchronize());
-    if (side) cudaStreamDestroy(side);
+    FOLIO_RETURN_IF_ERROR(replay_with_rank1_slowed(r, *graph, hold, kReplays));
     for (int i = 0; i < calls; ++i) {
       const size_t n = in[r][i].size();
       x_out[r][i].resize(n);
@@ -257,13 +246,7 @@ TEST(PeerAllReduceBench, AgainstNccl) {
           return Status();
         });
         if (!graph.ok()) return graph.status();
-        FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));  // warm-up
-        FOLIO_RETURN_IF_ERROR(synchronize());
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int rep = 0; rep < 5; ++rep) FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
-        FOLIO_RETURN_IF_ERROR(synchronize());
-        rank_us[r] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                         .count() / (5.0 * calls);
+        FOLIO_ASSIGN_OR_RETURN(rank_us[r], graph_call_us(*graph, calls, 5));
         return Status();
       }));
       us[nccl] = rank_us[0];

@@ -115,14 +115,7 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
                                                         std::vector<std::vector<uint16_t>>(calls));
   FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
     std::vector<DeviceBuffer> xs, ys;
-    for (int i = 0; i < calls; ++i) {
-      const size_t bytes = in[r][i].size() * 2;
-      FOLIO_ASSIGN_OR_RETURN(DeviceBuffer x, DeviceBuffer::allocate(bytes));
-      FOLIO_ASSIGN_OR_RETURN(DeviceBuffer y, DeviceBuffer::allocate(bytes));
-      FOLIO_RETURN_IF_ERROR(copy(x.data(), in[r][i].data(), bytes));
-      xs.push_back(std::move(x));
-      ys.push_back(std::move(y));
-    }
+    FOLIO_RETURN_IF_ERROR(upload_calls(in[r], xs, ys));
     FOLIO_ASSIGN_OR_RETURN(DeviceBuffer w, DeviceBuffer::allocate(dim * 2));
     FOLIO_RETURN_IF_ERROR(copy(w.data(), weight.data(), dim * 2));
     FOLIO_ASSIGN_OR_RETURN(DeviceBuffer hold, DeviceBuffer::allocate(size_t{256} << 20));
@@ -148,15 +141,7 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
       return Status();
     });
     if (!graph.ok()) return graph.status();
-    cudaStream_t side = nullptr;
-    if (r == 1) {
-      FOLIO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-      for (int k = 0; k < 24; ++k)
-        FOLIO_RETURN_IF_ERROR(memset_async(hold.data(), k, hold.bytes(), side));
-    }
-    for (int replay = 0; replay < kReplays; ++replay) FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
-    FOLIO_RETURN_IF_ERROR(synchronize());
-    if (side) cudaStreamDestroy(side);
+    FOLIO_RETURN_IF_ERROR(replay_with_rank1_slowed(r, *graph, hold, kReplays));
     for (int i = 0; i < calls; ++i) {
       x_out[r][i].resize(in[r][i].size());
       FOLIO_RETURN_IF_ERROR(copy(x_out[r][i].data(), xs[i].data(), in[r][i].size() * 2));
@@ -212,15 +197,7 @@ TEST(PeerAllReduceBench, TwoShot) {
           return Status();
         });
         if (!graph.ok()) return graph.status();
-        FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));  // warm-up
-        FOLIO_RETURN_IF_ERROR(synchronize());
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int rep = 0; rep < 3; ++rep) FOLIO_RETURN_IF_ERROR(graph->launch(nullptr));
-        FOLIO_RETURN_IF_ERROR(synchronize());
-        rank_us[r] =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                .count() /
-            (3.0 * calls);
+        FOLIO_ASSIGN_OR_RETURN(rank_us[r], graph_call_us(*graph, calls, 3));
         return Status();
       }));
       us[form] = rank_us[0];

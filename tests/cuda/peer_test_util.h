@@ -2,12 +2,16 @@
 // a group of ranks with their buffers on rank threads, the host's rank-order sum, random inputs.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
 #include <vector>
 
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/dtype.h"
 #include "backend/cuda/peer_all_reduce.h"
@@ -80,6 +84,51 @@ inline std::vector<std::vector<uint16_t>> random_ranks(int world, DType dt, size
   std::vector<std::vector<uint16_t>> in;
   for (int r = 0; r < world; ++r) in.push_back(random_bits(dt, n, rng, lo, hi));
   return in;
+}
+
+// One device buffer per call holding that call's input (xs), and one of the same size for its
+// output (ys), on the current device.
+inline Status upload_calls(const std::vector<std::vector<uint16_t>>& calls,
+                           std::vector<DeviceBuffer>& xs, std::vector<DeviceBuffer>& ys) {
+  for (const auto& in : calls) {
+    const size_t bytes = in.size() * 2;
+    FOLIO_ASSIGN_OR_RETURN(DeviceBuffer x, DeviceBuffer::allocate(bytes));
+    FOLIO_ASSIGN_OR_RETURN(DeviceBuffer y, DeviceBuffer::allocate(bytes));
+    FOLIO_RETURN_IF_ERROR(copy(x.data(), in.data(), bytes));
+    xs.push_back(std::move(x));
+    ys.push_back(std::move(y));
+  }
+  return Status();
+}
+
+// Replays `graph` `replays` times and waits; on rank 1, 24 memsets of `hold` on a stream of its
+// own run meanwhile and slow it down, so that rank 0 runs ahead of its pair.
+inline Status replay_with_rank1_slowed(int rank, CudaGraph& graph, DeviceBuffer& hold,
+                                       int replays) {
+  cudaStream_t side = nullptr;
+  if (rank == 1) {
+    FOLIO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    for (int k = 0; k < 24; ++k)
+      FOLIO_RETURN_IF_ERROR(memset_async(hold.data(), k, hold.bytes(), side));
+  }
+  Status st;
+  for (int replay = 0; replay < replays && st.ok(); ++replay) st = graph.launch(nullptr);
+  if (st.ok()) st = synchronize();
+  if (side) cudaStreamDestroy(side);
+  return st;
+}
+
+// Microseconds per captured call: one warm-up replay of `graph` (holding `calls` calls), then
+// `replays` timed back to back.
+inline Result<double> graph_call_us(CudaGraph& graph, int calls, int replays) {
+  FOLIO_RETURN_IF_ERROR(graph.launch(nullptr));
+  FOLIO_RETURN_IF_ERROR(synchronize());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < replays; ++rep) FOLIO_RETURN_IF_ERROR(graph.launch(nullptr));
+  FOLIO_RETURN_IF_ERROR(synchronize());
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  return us / (static_cast<double>(replays) * calls);
 }
 
 #define FOLIO_REQUIRE_PEER_GPUS()                                        \
