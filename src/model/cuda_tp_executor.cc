@@ -74,7 +74,14 @@ size_t two_shot_from_bytes(int world) {
   if ((world != 2 && world != 4 && world != 8) || (e && std::string(e) == "off"))
     return cuda::kPeerTwoShotOff;
   if (!e || !*e) return cuda::kPeerTwoShotFromDefault;
-  return static_cast<size_t>(std::strtoull(e, nullptr, 10)) << 10;
+  char* end = nullptr;
+  const unsigned long long kib = std::strtoull(e, &end, 10);
+  if (*end != '\0' || e[0] == '-' || kib > (1ull << 40)) {
+    log_warn(std::string("FOLIO_PEER_TWO_SHOT_FROM=") + e +
+             ": not a size in KiB or \"off\"; the default crossover stays");
+    return cuda::kPeerTwoShotFromDefault;
+  }
+  return static_cast<size_t>(kib) << 10;
 }
 
 std::string all_reduce_summary(bool peer, size_t peer_bytes, size_t two_shot_from) {
