@@ -89,8 +89,8 @@ std::string all_reduce_summary(bool peer, size_t peer_bytes, size_t two_shot_fro
   const std::string one_shot = "up to " + std::to_string(peer_bytes >> 10) + " KiB";
   if (two_shot_from == cuda::kPeerTwoShotOff)
     return "by peer stores " + one_shot + " (one-shot), larger by NCCL";
-  return "by peer stores: one-shot " + one_shot + " and below " +
-         std::to_string(two_shot_from >> 10) + " KiB, two-shot (in place) beyond";
+  return "by peer stores: one-shot " + one_shot + " (with the norm after it) and below " +
+         std::to_string(two_shot_from >> 10) + " KiB, two-shot (in place) from there";
 }
 
 }  // namespace
@@ -116,7 +116,8 @@ Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig
   auto g = std::make_unique<Group>(world);
   // First every rank's communicator and peer all-reduce buffers (allocated before the executor
   // plans its memory, so the plan sees them), then the executors, each given every rank's view.
-  const bool peer = options.custom_all_reduce && cuda::PeerAllReduceRank::all_peers_reachable(world);
+  const bool peer =
+      options.custom_all_reduce && cuda::PeerAllReduceRank::all_peers_reachable(world);
   const size_t peer_bytes = peer_all_reduce_bytes(config, options, world);
   const size_t two_shot_from = two_shot_from_bytes(world);
   Status st = g->threads.run([&](int r) -> Status {
@@ -254,8 +255,8 @@ Status CudaTpExecutor::launch_sampled(const ForwardBatch& batch,
   if (uncollected_ >= 2) return internal_error("launch_sampled: two steps uncollected");
   if (!sampling.host_rows.empty() || batch.num_tokens() == 0)
     return internal_error("launch_sampled: a step with tokens and no host rows");
-  FOLIO_RETURN_IF_ERROR(g_->threads.run(
-      [&](int r) { return g_->ranks[r].exec->launch_sampled(batch, sampling); }));
+  FOLIO_RETURN_IF_ERROR(
+      g_->threads.run([&](int r) { return g_->ranks[r].exec->launch_sampled(batch, sampling); }));
   ++uncollected_;
   return Status();
 }
@@ -264,9 +265,8 @@ Status CudaTpExecutor::launch_sampled(const ForwardBatch& batch,
 Status CudaTpExecutor::collect_samples(std::vector<DeviceSample>& samples) {
   if (uncollected_ == 0) return internal_error("collect_samples: no samples queued");
   --uncollected_;
-  return g_->threads.run([&](int r) {
-    return r == 0 ? g_->ranks[0].exec->collect_samples(samples) : Status();
-  });
+  return g_->threads.run(
+      [&](int r) { return r == 0 ? g_->ranks[0].exec->collect_samples(samples) : Status(); });
 }
 
 void CudaTpExecutor::copy_blocks(std::span<const BlockCopy> copies) {

@@ -51,7 +51,11 @@ TEST(PeerAllReduceTwoShot, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
         for (int round = 0; round < rounds; ++round, ++calls) {
           const auto in = random_ranks(world, dt, elems, rng, -4, 4);
           std::vector<std::vector<uint16_t>> out(world, std::vector<uint16_t>(elems));
+          // The grid changes between calls (the same on every rank): 64, 1, 7, 256 blocks.
+          const int grids[] = {64, 1, 7, 256};
+          const int grid = std::min(grids[calls % 4], g.ranks[0]->view().two_shot_resident);
           FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
+            g.ranks[r]->mutable_view().two_shot_blocks = grid;
             FOLIO_RETURN_IF_ERROR(copy(g.bufs[r].data(), in[r].data(), elems * 2));
             FOLIO_RETURN_IF_ERROR(
                 peer_all_reduce_two_shot(g.ranks[r]->view(), dt, g.bufs[r].data(), elems, nullptr));
@@ -59,8 +63,9 @@ TEST(PeerAllReduceTwoShot, MatchesTheRankOrderSumOnEveryRankOverSizesAndCalls) {
           }));
           const std::vector<uint16_t> want = reference_sum(dt, in);
           for (int r = 0; r < world; ++r)
-            ASSERT_EQ(out[r], want) << dtype_name(dt) << " " << elems << " elements, world "
-                                    << world << ", rank " << r << ", round " << round;
+            ASSERT_EQ(out[r], want)
+                << dtype_name(dt) << " " << elems << " elements, world " << world << ", rank " << r
+                << ", round " << round << ", " << grid << " blocks";
         }
       }
     std::printf("two-shot all-reduce over %d ranks: %d calls bit-exact\n", world, calls);
@@ -89,14 +94,17 @@ TEST(PeerAllReduceTwoShot, FormBySize) {
 
 // 36 calls in one graph per rank: two-shot, one-shot and fused-norm calls in turn on one
 // stream, replayed 3 times, rank 1 held back by a 256 MiB memset before every fourth call and
-// slowed by memsets on a side stream. Each form keeps its own counters; the two-shot writes into
-// the other rank's buffer, so a rank running ahead of its pair would corrupt it.
+// slowed by memsets on a side stream. Each form keeps its own counters. Right after each
+// two-shot call rank 0 overwrites its buffer with its input again: a rank leaving before the
+// other has read its part would hand it the overwritten values. So per two-shot call rank 0
+// ends with its input and rank 1 with s_3, where s_1 = in_0 + in_1 and s_k = in_0 + s_(k-1);
+// the other calls sum both ranks' results of the replay before.
 TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
   FOLIO_REQUIRE_PEER_GPUS();
   const int world = 2, calls = 36, dim = 4096;
   constexpr int kReplays = 3;
   const DType dt = DType::kBF16;
-  const int rows_of[] = {1, 64, 300, 2048};  // 2048 x 4096: 16 MiB, past the staging
+  const int rows_of[] = {1, 64, 300, 2048};  // 300 and 2048 rows: past the 2 MiB staging
   PeerGroup g(world, kStagingBytes, 16);
   FOLIO_ASSERT_OK(g.status);
   std::mt19937 rng(41);
@@ -111,11 +119,14 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
     const int f = i % 3;
     return f > 0 && !peer_all_reduce_fits(g.ranks[0]->view(), bytes) ? 0 : f;
   };
+  // [rank][call]: x after the replays; for the fused calls y, and rms_norm of that x.
   std::vector<std::vector<std::vector<uint16_t>>> x_out(world,
                                                         std::vector<std::vector<uint16_t>>(calls));
+  std::vector<std::vector<std::vector<uint16_t>>> y_out = x_out, y_ref = x_out;
   FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
-    std::vector<DeviceBuffer> xs, ys;
+    std::vector<DeviceBuffer> xs, ys, inputs, unused;
     FOLIO_RETURN_IF_ERROR(upload_calls(in[r], xs, ys));
+    FOLIO_RETURN_IF_ERROR(upload_calls(in[r], inputs, unused));
     FOLIO_ASSIGN_OR_RETURN(DeviceBuffer w, DeviceBuffer::allocate(dim * 2));
     FOLIO_RETURN_IF_ERROR(copy(w.data(), weight.data(), dim * 2));
     FOLIO_ASSIGN_OR_RETURN(DeviceBuffer hold, DeviceBuffer::allocate(size_t{256} << 20));
@@ -129,6 +140,7 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
         switch (form(i)) {
           case 0:
             FOLIO_RETURN_IF_ERROR(peer_all_reduce_two_shot(v, dt, xs[i].data(), n, s));
+            if (r == 0) FOLIO_RETURN_IF_ERROR(copy_async(xs[i].data(), inputs[i].data(), n * 2, s));
             break;
           case 1:
             FOLIO_RETURN_IF_ERROR(peer_all_reduce_sum(v, dt, xs[i].data(), n, s));
@@ -143,19 +155,40 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
     if (!graph.ok()) return graph.status();
     FOLIO_RETURN_IF_ERROR(replay_with_rank1_slowed(r, *graph, hold, kReplays));
     for (int i = 0; i < calls; ++i) {
-      x_out[r][i].resize(in[r][i].size());
-      FOLIO_RETURN_IF_ERROR(copy(x_out[r][i].data(), xs[i].data(), in[r][i].size() * 2));
+      const size_t n = in[r][i].size();
+      x_out[r][i].resize(n);
+      FOLIO_RETURN_IF_ERROR(copy(x_out[r][i].data(), xs[i].data(), n * 2));
+      if (form(i) != 2) continue;
+      y_out[r][i].resize(n);
+      FOLIO_RETURN_IF_ERROR(copy(y_out[r][i].data(), ys[i].data(), n * 2));
+      FOLIO_RETURN_IF_ERROR(rms_norm(dt, xs[i].data(), w.data(), ys[i].data(),
+                                     static_cast<int>(n / dim), dim, 1e-5f, nullptr));
+      y_ref[r][i].resize(n);
+      FOLIO_RETURN_IF_ERROR(copy(y_ref[r][i].data(), ys[i].data(), n * 2));
     }
     return Status();
   }));
-  int two_shot = 0;
+  int forms[3] = {0, 0, 0};
   for (int i = 0; i < calls; ++i) {
-    two_shot += form(i) == 0;
+    ++forms[form(i)];
+    if (form(i) == 0) {
+      std::vector<uint16_t> s = reference_sum(dt, {in[0][i], in[1][i]});
+      for (int replay = 1; replay < kReplays; ++replay) s = reference_sum(dt, {in[0][i], s});
+      ASSERT_EQ(x_out[0][i], in[0][i]) << "call " << i << " rank 0 (restored)";
+      ASSERT_EQ(x_out[1][i], s) << "call " << i << " rank 1";
+      continue;
+    }
     std::vector<uint16_t> want = reference_sum(dt, {in[0][i], in[1][i]});
     for (int replay = 1; replay < kReplays; ++replay) want = reference_sum(dt, {want, want});
-    for (int r = 0; r < world; ++r) ASSERT_EQ(x_out[r][i], want) << "call " << i << " rank " << r;
+    for (int r = 0; r < world; ++r) {
+      ASSERT_EQ(x_out[r][i], want) << "call " << i << " rank " << r;
+      if (form(i) == 2) {
+        ASSERT_EQ(y_out[r][i], y_ref[r][i]) << "call " << i << " rank " << r;
+      }
+    }
   }
-  EXPECT_GE(two_shot, 12);
+  std::printf("two-shot / one-shot / fused calls: %d / %d / %d, each replayed %d times\n", forms[0],
+              forms[1], forms[2], kReplays);
 }
 
 // Microseconds per all-reduce of each size: two-shot on grids of 64, 128 and 256 blocks,

@@ -248,6 +248,7 @@ Result<std::unique_ptr<PeerAllReduceRank>> PeerAllReduceRank::allocate(int rank,
   r->view_.max_bytes = max_bytes;
   r->view_.calls = r->calls_.as<uint32_t>();
   r->view_.two_shot_calls = r->two_shot_calls_.as<uint32_t>();
+  r->view_.two_shot_resident = peer_two_shot_resident_blocks(world);
   return Result<std::unique_ptr<PeerAllReduceRank>>(std::move(r));
 }
 

@@ -58,6 +58,7 @@ struct PeerAllReduceView {
   uint64_t* two_shot_ptrs[kPeerMaxRanks] = {};
   uint32_t* two_shot_calls = nullptr;
   int two_shot_blocks = kTwoShotBlocksDefault;
+  int two_shot_resident = 0;  // blocks resident at once on this rank's device (at allocation)
   // Messages of at least this many bytes take the two-shot form (peer_all_reduce_form).
   size_t two_shot_from = kPeerTwoShotFromDefault;
 };
@@ -90,13 +91,19 @@ bool peer_all_reduce_fits(const PeerAllReduceView& v, size_t bytes);
 Status peer_all_reduce_sum(const PeerAllReduceView& v, DType dt, void* buf, size_t elems,
                            void* stream);
 
+// Blocks of the world's two-shot kernels (either dtype) resident at once on the current device;
+// 0 where the world has no instance or the query fails.
+int peer_two_shot_resident_blocks(int world);
+
 // Two-shot, in place, for messages past the staging (prefill steps) or where it is faster: each
 // rank publishes buf's address and a flag to every rank, then sums its 1/world share of the
 // vectors over every rank's buf (peer loads) in rank order, fp32, rounded once, and stores the
 // result into every rank's buf (peer stores); a second flag per rank says its stores are done.
 // Each rank moves (world - 1) / world of the message in and out, as NCCL's ring does, without
 // its protocol. Any size of whole 16-byte vectors; world 2, 4 or 8. The same bits as the
-// one-shot form. Every rank's buf must stay allocated until the call has ended on every rank.
+// one-shot form. buf must be cudaMalloc memory (peer access maps it; pool and virtual-memory
+// allocations are not); it may be freed once the call has ended on its own rank, which waits
+// for every rank to be done with it.
 bool peer_all_reduce_two_shot_fits(const PeerAllReduceView& v, size_t bytes);
 Status peer_all_reduce_two_shot(const PeerAllReduceView& v, DType dt, void* buf, size_t elems,
                                 void* stream);

@@ -10,12 +10,15 @@
 //   3. raises flag [b][rank] to 2c on every rank and waits for every rank's 2c: after that, no
 //      rank still reads this rank's buf (its next kernels may overwrite it) and every rank's
 //      stores into it are visible.
-// Block b waits only for block b of the other ranks, so the grid (v.two_shot_blocks) must be
-// resident at once (checked by peer_all_reduce_two_shot_fits). A rank can be at most one phase
+// Block b waits only for block b of the other ranks. Blocks dispatch in order, so progress needs
+// only the lowest unfinished block running on every rank; the grid (v.two_shot_blocks) is still
+// kept within what is resident at once (peer_all_reduce_two_shot_fits), so no block queues
+// behind a spinning one. A rank can be at most one phase
 // ahead of a waiter, so the flags' "at least" test pairs the calls; counters live on the device,
 // so graphs replay it.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -101,26 +104,29 @@ void* kernel_for(int world) {
   }
 }
 
-// How many blocks of the widest instance fit on the current device at once.
-int resident_blocks() {
-  static const int resident = [] {
-    int device = 0, sms = 0, per_sm = 0;
+}  // namespace
+
+int peer_two_shot_resident_blocks(int world) {
+  int device = 0, sms = 0, fewest = kTwoShotMaxBlocks;
+  if (!kernel_for<__nv_bfloat16>(world)) return 0;
+  for (void* kernel : {kernel_for<__nv_bfloat16>(world), kernel_for<__half>(world)}) {
+    int per_sm = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, peer_two_shot_kernel<__nv_bfloat16, 8>, kTwoShotThreads, 0) != cudaSuccess)
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTwoShotThreads, 0) !=
+            cudaSuccess) {
+      (void)cudaGetLastError();  // reported as "none resident", not against a later launch
       return 0;
-    return per_sm * sms;
-  }();
-  return resident;
+    }
+    fewest = std::min(fewest, per_sm * sms);
+  }
+  return fewest;
 }
-
-}  // namespace
 
 bool peer_all_reduce_two_shot_fits(const PeerAllReduceView& v, size_t bytes) {
   return (v.world == 2 || v.world == 4 || v.world == 8) && v.two_shot_calls != nullptr &&
          bytes > 0 && bytes % 16 == 0 && v.two_shot_blocks >= 1 &&
-         v.two_shot_blocks <= kTwoShotMaxBlocks && v.two_shot_blocks <= resident_blocks();
+         v.two_shot_blocks <= v.two_shot_resident;
 }
 
 PeerAllReduceForm peer_all_reduce_form(const PeerAllReduceView& v, size_t bytes) {
