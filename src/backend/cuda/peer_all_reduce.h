@@ -14,6 +14,8 @@
 // make the same calls in the same order (they do: each rank runs the same step).
 //
 // Two shot, in place (from 2 MiB, and past the staging): see peer_all_reduce_two_shot below.
+// Either way a rank that fails on the host before a call leaves the others spinning in it until
+// the trap (NCCL, where it still runs, times out instead).
 //
 // A rank that never arrives would leave the others spinning: after ~60 s the kernels trap, and
 // the step fails with a CUDA error instead of hanging. Tools that run one kernel at a time
