@@ -30,8 +30,8 @@ struct EngineConfig {
   // Tensor parallelism (CUDA): the model is split over this many GPUs of the host, one scheduler
   // and KV manager for all of them (model/cuda_tp_executor.h).
   int tensor_parallel_size = 1;
-  // vLLM's --disable-custom-all-reduce turns this off: under TP, small all-reduces (decode
-  // steps) go by peer stores over NVLink (backend/cuda/peer_all_reduce.h) instead of NCCL.
+  // vLLM's --disable-custom-all-reduce turns this off: under TP, all-reduces go over NVLink by
+  // peer loads and stores (backend/cuda/peer_all_reduce.h) instead of NCCL.
   bool custom_all_reduce = true;
   bool enable_prefix_caching = true;
   // Sample on the device when the backend can (the CUDA executor): logits stay on the GPU. Off:

@@ -46,8 +46,8 @@ struct CudaExecutorOptions {
   // Tensor parallelism: this executor is one rank of a group (CudaTpExecutor owns them); it
   // holds its shard of every layer and of the KV heads. nullptr: the whole model.
   const CudaTpRank* tp = nullptr;
-  // CudaTpExecutor: small all-reduces by peer stores (backend/cuda/peer_all_reduce.h) where
-  // every GPU reaches every other; off: all by NCCL.
+  // CudaTpExecutor: all-reduces by peer loads and stores (backend/cuda/peer_all_reduce.h)
+  // where every GPU reaches every other; off: all by NCCL.
   bool custom_all_reduce = true;
 };
 

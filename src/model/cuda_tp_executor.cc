@@ -31,9 +31,10 @@ struct CudaTpExecutor::Group {
   std::string name;
 
   ~Group() {
-    // Every device idle first: a rank's peer all-reduce stores into the others' staging, which
-    // must outlive every kernel still queued anywhere. Work stuck after a failure (a collective
-    // one rank never joined) is cut short by aborting NCCL; a stuck peer all-reduce traps.
+    // Every device idle first: a rank's peer all-reduce stores into the others' staging and
+    // activations, which must outlive every kernel still queued anywhere. Work stuck after a
+    // failure (a collective one rank never joined) is cut short by aborting NCCL; a stuck peer
+    // all-reduce traps.
     if (!threads.run([](int) { return cuda::wait_idle(30.0); }).ok()) {
       (void)threads.run([this](int r) {
         ranks[r].comm.reset();  // finalize with a deadline, else abort
@@ -67,12 +68,10 @@ size_t peer_all_reduce_bytes(const ModelConfig& c, const CudaExecutorOptions& o,
 }
 
 // FOLIO_PEER_TWO_SHOT_FROM=<KiB> moves the one-shot / two-shot crossover (measuring runs);
-// "off" keeps the two-shot form out (messages past the staging then go by NCCL), as does a world
-// it has no instance for.
-size_t two_shot_from_bytes(int world) {
+// "off" keeps the two-shot form out (messages past the staging then go by NCCL).
+size_t two_shot_from_bytes() {
   const char* e = std::getenv("FOLIO_PEER_TWO_SHOT_FROM");
-  if ((world != 2 && world != 4 && world != 8) || (e && std::string(e) == "off"))
-    return cuda::kPeerTwoShotOff;
+  if (e && std::string(e) == "off") return cuda::kPeerTwoShotOff;
   if (!e || !*e) return cuda::kPeerTwoShotFromDefault;
   char* end = nullptr;
   const unsigned long long kib = std::strtoull(e, &end, 10);
@@ -84,10 +83,12 @@ size_t two_shot_from_bytes(int world) {
   return static_cast<size_t>(kib) << 10;
 }
 
-std::string all_reduce_summary(bool peer, size_t peer_bytes, size_t two_shot_from) {
-  if (!peer) return "by NCCL";
+// `view`: rank 0's (null without peer access), whose two-shot form may not exist for this world.
+std::string all_reduce_summary(const cuda::PeerAllReduceView* view, size_t peer_bytes) {
+  if (!view) return "by NCCL";
+  const size_t two_shot_from = view->two_shot_from;
   const std::string one_shot = "up to " + std::to_string(peer_bytes >> 10) + " KiB";
-  if (two_shot_from == cuda::kPeerTwoShotOff)
+  if (two_shot_from == cuda::kPeerTwoShotOff || !cuda::peer_all_reduce_two_shot_fits(*view, 16))
     return "by peer stores " + one_shot + " (one-shot), larger by NCCL";
   return "by peer stores: one-shot " + one_shot + " (with the norm after it) and below " +
          std::to_string(two_shot_from >> 10) + " KiB, two-shot (in place) from there";
@@ -119,7 +120,7 @@ Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig
   const bool peer =
       options.custom_all_reduce && cuda::PeerAllReduceRank::all_peers_reachable(world);
   const size_t peer_bytes = peer_all_reduce_bytes(config, options, world);
-  const size_t two_shot_from = two_shot_from_bytes(world);
+  const size_t two_shot_from = two_shot_from_bytes();
   Status st = g->threads.run([&](int r) -> Status {
     Group::Rank& rank = g->ranks[r];
     Status s = [&]() -> Status {
@@ -177,7 +178,7 @@ Result<std::unique_ptr<CudaTpExecutor>> CudaTpExecutor::create(const ModelConfig
            "; KV cache " + std::to_string(kv0.num_blocks) + " blocks on every rank, " +
            std::to_string(g->ranks[0].ctx.shard.local_kv_heads) + " KV heads each" +
            (g->ranks[0].ctx.shard.kv_replicated ? " (replicated)" : "") + "; all-reduces " +
-           all_reduce_summary(peer, peer_bytes, two_shot_from));
+           all_reduce_summary(peer ? &g->ranks[0].peer->view() : nullptr, peer_bytes));
   return std::unique_ptr<CudaTpExecutor>(new CudaTpExecutor(std::move(g)));
 }
 

@@ -23,7 +23,7 @@ struct CudaTpRank {
   // minimum of the values over the ranks, or an error when any rank's status is one (or a rank
   // has given up).
   std::function<Result<int64_t>(const Status&, int64_t)> agree;
-  // Every rank's peer all-reduce buffers (small all-reduces); nullptr: NCCL for all.
+  // Every rank's peer all-reduce buffers and flags; nullptr: NCCL for all.
   const cuda::PeerAllReduceView* peer = nullptr;
 };
 

@@ -16,7 +16,7 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
                 "GPUs to split the model over (CUDA, one host; also -tp)")
       ->check(CLI::PositiveNumber);
   c->add_flag("--disable-custom-all-reduce", f.disable_custom_all_reduce,
-              "tensor parallel: every all-reduce by NCCL (default: small ones by peer stores "
+              "tensor parallel: every all-reduce by NCCL (default: by peer loads and stores "
               "over NVLink where every GPU reaches every other)");
   c->add_option("--load-format", f.load.load_format, "auto | dummy (random weights)");
   c->add_option("--model-config", f.load.model_config_file, "config.json for --load-format dummy");

@@ -160,10 +160,7 @@ TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
     for (int i = 0; i < calls; ++i)
       in[r].push_back(random_bits(dt, static_cast<size_t>(rows_of[i % 4]) * dim, rng, -2, 2));
   const std::vector<uint16_t> weight = random_bits(dt, dim, rng, 0.5f, 1.5f);
-  // [rank][call]: x after the call, and for the fused calls y against rms_norm of that x.
-  std::vector<std::vector<std::vector<uint16_t>>> x_out(world,
-                                                        std::vector<std::vector<uint16_t>>(calls));
-  std::vector<std::vector<std::vector<uint16_t>>> y_out = x_out, y_ref = x_out;
+  std::vector<CallOutputs> out(world);  // per rank: x, and the fused calls' y against its norm
   FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
     std::vector<DeviceBuffer> xs, ys;
     FOLIO_RETURN_IF_ERROR(upload_calls(in[r], xs, ys));
@@ -186,27 +183,16 @@ TEST(PeerAllReduce, StaysPairedWhenOneRankIsHeldBack) {
     });
     if (!graph.ok()) return graph.status();
     FOLIO_RETURN_IF_ERROR(replay_with_rank1_slowed(r, *graph, hold, kReplays));
-    for (int i = 0; i < calls; ++i) {
-      const size_t n = in[r][i].size();
-      x_out[r][i].resize(n);
-      FOLIO_RETURN_IF_ERROR(copy(x_out[r][i].data(), xs[i].data(), n * 2));
-      if (i % 2 == 0) continue;
-      y_out[r][i].resize(n);
-      FOLIO_RETURN_IF_ERROR(copy(y_out[r][i].data(), ys[i].data(), n * 2));
-      FOLIO_RETURN_IF_ERROR(rms_norm(dt, xs[i].data(), w.data(), ys[i].data(),
-                                     static_cast<int>(n / dim), dim, 1e-5f, nullptr));
-      y_ref[r][i].resize(n);
-      FOLIO_RETURN_IF_ERROR(copy(y_ref[r][i].data(), ys[i].data(), n * 2));
-    }
-    return Status();
+    return read_back_calls(
+        dt, xs, ys, w.data(), dim, [&](int i) { return i % 2 == 1; }, out[r]);
   }));
   for (int i = 0; i < calls; ++i) {
     std::vector<uint16_t> want = reference_sum(dt, {in[0][i], in[1][i]});
     for (int replay = 1; replay < kReplays; ++replay) want = reference_sum(dt, {want, want});
     for (int r = 0; r < world; ++r) {
-      ASSERT_EQ(x_out[r][i], want) << "call " << i << " rank " << r;
+      ASSERT_EQ(out[r].x[i], want) << "call " << i << " rank " << r;
       if (i % 2 == 1) {
-        ASSERT_EQ(y_out[r][i], y_ref[r][i]) << "call " << i << " rank " << r;
+        ASSERT_EQ(out[r].y[i], out[r].y_ref[i]) << "call " << i << " rank " << r;
       }
     }
   }

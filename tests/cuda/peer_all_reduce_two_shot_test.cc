@@ -119,10 +119,7 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
     const int f = i % 3;
     return f > 0 && !peer_all_reduce_fits(g.ranks[0]->view(), bytes) ? 0 : f;
   };
-  // [rank][call]: x after the replays; for the fused calls y, and rms_norm of that x.
-  std::vector<std::vector<std::vector<uint16_t>>> x_out(world,
-                                                        std::vector<std::vector<uint16_t>>(calls));
-  std::vector<std::vector<std::vector<uint16_t>>> y_out = x_out, y_ref = x_out;
+  std::vector<CallOutputs> out(world);  // per rank: x, and the fused calls' y against its norm
   FOLIO_ASSERT_OK(g.threads.run([&](int r) -> Status {
     std::vector<DeviceBuffer> xs, ys, inputs, unused;
     FOLIO_RETURN_IF_ERROR(upload_calls(in[r], xs, ys));
@@ -154,19 +151,8 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
     });
     if (!graph.ok()) return graph.status();
     FOLIO_RETURN_IF_ERROR(replay_with_rank1_slowed(r, *graph, hold, kReplays));
-    for (int i = 0; i < calls; ++i) {
-      const size_t n = in[r][i].size();
-      x_out[r][i].resize(n);
-      FOLIO_RETURN_IF_ERROR(copy(x_out[r][i].data(), xs[i].data(), n * 2));
-      if (form(i) != 2) continue;
-      y_out[r][i].resize(n);
-      FOLIO_RETURN_IF_ERROR(copy(y_out[r][i].data(), ys[i].data(), n * 2));
-      FOLIO_RETURN_IF_ERROR(rms_norm(dt, xs[i].data(), w.data(), ys[i].data(),
-                                     static_cast<int>(n / dim), dim, 1e-5f, nullptr));
-      y_ref[r][i].resize(n);
-      FOLIO_RETURN_IF_ERROR(copy(y_ref[r][i].data(), ys[i].data(), n * 2));
-    }
-    return Status();
+    return read_back_calls(
+        dt, xs, ys, w.data(), dim, [&](int i) { return form(i) == 2; }, out[r]);
   }));
   int forms[3] = {0, 0, 0};
   for (int i = 0; i < calls; ++i) {
@@ -174,16 +160,16 @@ TEST(PeerAllReduceTwoShot, StaysPairedInGraphsBesideTheOneShot) {
     if (form(i) == 0) {
       std::vector<uint16_t> s = reference_sum(dt, {in[0][i], in[1][i]});
       for (int replay = 1; replay < kReplays; ++replay) s = reference_sum(dt, {in[0][i], s});
-      ASSERT_EQ(x_out[0][i], in[0][i]) << "call " << i << " rank 0 (restored)";
-      ASSERT_EQ(x_out[1][i], s) << "call " << i << " rank 1";
+      ASSERT_EQ(out[0].x[i], in[0][i]) << "call " << i << " rank 0 (restored)";
+      ASSERT_EQ(out[1].x[i], s) << "call " << i << " rank 1";
       continue;
     }
     std::vector<uint16_t> want = reference_sum(dt, {in[0][i], in[1][i]});
     for (int replay = 1; replay < kReplays; ++replay) want = reference_sum(dt, {want, want});
     for (int r = 0; r < world; ++r) {
-      ASSERT_EQ(x_out[r][i], want) << "call " << i << " rank " << r;
+      ASSERT_EQ(out[r].x[i], want) << "call " << i << " rank " << r;
       if (form(i) == 2) {
-        ASSERT_EQ(y_out[r][i], y_ref[r][i]) << "call " << i << " rank " << r;
+        ASSERT_EQ(out[r].y[i], out[r].y_ref[i]) << "call " << i << " rank " << r;
       }
     }
   }

@@ -15,6 +15,7 @@
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/dtype.h"
 #include "backend/cuda/peer_all_reduce.h"
+#include "backend/cuda/rms_norm.h"
 #include "cuda_test_util.h"
 #include "dist/rank_threads.h"
 
@@ -116,6 +117,36 @@ inline Status replay_with_rank1_slowed(int rank, CudaGraph& graph, DeviceBuffer&
   if (st.ok()) st = synchronize();
   if (side) cudaStreamDestroy(side);
   return st;
+}
+
+// What a graph test reads back per call: x after the replays, and for the fused calls y and
+// rms_norm (rms_norm.h) of that x, which y must equal bit for bit.
+struct CallOutputs {
+  std::vector<std::vector<uint16_t>> x, y, y_ref;
+};
+
+// Fills `out` from the calls' buffers (16-bit elements, rows of `dim`); fused(i) says whether
+// call i was the fused all-reduce + RMSNorm with weight `w`. Overwrites ys[i] of the fused calls.
+template <typename Fused>
+Status read_back_calls(DType dt, const std::vector<DeviceBuffer>& xs, std::vector<DeviceBuffer>& ys,
+                       const void* w, int dim, Fused fused, CallOutputs& out) {
+  const size_t calls = xs.size();
+  out.x.assign(calls, {});
+  out.y.assign(calls, {});
+  out.y_ref.assign(calls, {});
+  for (size_t i = 0; i < calls; ++i) {
+    const size_t n = xs[i].bytes() / 2;
+    out.x[i].resize(n);
+    FOLIO_RETURN_IF_ERROR(copy(out.x[i].data(), xs[i].data(), n * 2));
+    if (!fused(static_cast<int>(i))) continue;
+    out.y[i].resize(n);
+    FOLIO_RETURN_IF_ERROR(copy(out.y[i].data(), ys[i].data(), n * 2));
+    FOLIO_RETURN_IF_ERROR(rms_norm(dt, xs[i].data(), w, ys[i].data(), static_cast<int>(n / dim),
+                                   dim, 1e-5f, nullptr));
+    out.y_ref[i].resize(n);
+    FOLIO_RETURN_IF_ERROR(copy(out.y_ref[i].data(), ys[i].data(), n * 2));
+  }
+  return Status();
 }
 
 // Microseconds per captured call: one warm-up replay of `graph` (holding `calls` calls), then
