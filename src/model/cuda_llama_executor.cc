@@ -34,7 +34,8 @@ Status ensure_pinned(cuda::PinnedHostBuffer& buf, size_t bytes) {
 }
 
 size_t CudaLlamaExecutor::Impl::layer_block_bytes() const {
-  return static_cast<size_t>(kv.block_size) * config.kv_size() * (kv_fp8() ? 1 : cuda::dtype_size(dt));
+  return static_cast<size_t>(kv.block_size) * config.kv_size() *
+         (kv_fp8() ? 1 : cuda::dtype_size(dt));
 }
 
 Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& c,
@@ -86,9 +87,10 @@ Status CudaLlamaExecutor::Impl::run_layers(StepShape sh, const StepArrays& d, co
                                         config.hidden_size, shard.local_vocab, stream,
                                         shard.vocab_start));
   mark("embedding");
-  FOLIO_RETURN_IF_ERROR(tp_all_reduce_norm(
-      x.data(), sh.tokens, qkv_norm_in_skinny(0, sh.tokens) ? nullptr : weights.layers[0].input_norm,
-      normed.data(), input_normed));
+  FOLIO_RETURN_IF_ERROR(
+      tp_all_reduce_norm(x.data(), sh.tokens,
+                         qkv_norm_in_skinny(0, sh.tokens) ? nullptr : weights.layers[0].input_norm,
+                         normed.data(), input_normed));
   for (int l = 0; l < config.num_layers; ++l)
     FOLIO_RETURN_IF_ERROR(layer(l, sh, d, c, decode, prefill, workspace));
   return Status();
@@ -96,8 +98,8 @@ Status CudaLlamaExecutor::Impl::run_layers(StepShape sh, const StepArrays& d, co
 
 // x += o_proj(attention(rope(qkv(rms_norm(x))))); x += down(silu_and_mul(gate_up(rms_norm(x)))).
 // The residual adds happen inside the GEMMs (accumulate): one rounding of x per add.
-Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
-                                      const CacheView& c, const cuda::DecodePlan* decode,
+Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, const CacheView& c,
+                                      const cuda::DecodePlan* decode,
                                       const cuda::PrefillPlan* prefill, void* workspace) {
   const CudaLayerWeights& w = weights.layers[l];
   const int T = sh.tokens, H = config.hidden_size, I = config.intermediate_size;
@@ -161,8 +163,10 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
                                           T, qs, kvs, stream));
     mark("split_qkv");
     if (config.qk_norm) {  // Qwen3: RMSNorm over each head's head_dim, before rope
-      FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, stream));
-      FOLIO_RETURN_IF_ERROR(cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, stream));
+      FOLIO_RETURN_IF_ERROR(
+          cuda::rms_norm(dt, q.data(), w.q_norm, q.data(), T * nh, hd, eps, stream));
+      FOLIO_RETURN_IF_ERROR(
+          cuda::rms_norm(dt, k.data(), w.k_norm, k.data(), T * nkv, hd, eps, stream));
       mark("qk_norm");
     }
     FOLIO_RETURN_IF_ERROR(cuda::rope(dt, q.data(), k.data(), d.positions, inv_freq.as<float>(), T,
@@ -208,26 +212,33 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
   }
   // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
   // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
-  const bool residual = shard.rank == 0;
-  FOLIO_RETURN_IF_ERROR(
-      gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, stream));
-  mark("o_gemm");
+  // Prefill-sized steps: each product's all-reduce by chunks beside it (tp_overlaps).
+  const bool residual = shard.rank == 0, overlap = tp_overlaps(T);
+  if (overlap) {
+    FOLIO_RETURN_IF_ERROR(row_parallel_overlapped(attn.data(), w.o_proj, T, qs, residual));
+    mark("o_gemm_all_reduce");
+  } else {
+    FOLIO_RETURN_IF_ERROR(
+        gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, stream));
+    mark("o_gemm");
+  }
   // Decode at batch 1: gate_up and silu_and_mul in one skinny launch (bit-identical), the norm
   // too where it fits.
-  const bool mlp_skinny = fused_gate_up_silu && gemm->routes_to_skinny(T, 2 * I, H, normed.data(),
-                                                                       w.gate_up, act.data());
+  const bool mlp_skinny = fused_gate_up_silu &&
+                          gemm->routes_to_skinny(T, 2 * I, H, normed.data(), w.gate_up, act.data());
   const bool mlp_norm_fused = mlp_skinny && norm_fits(fused_norm_mlp, w.post_norm);
   bool post_normed = false;  // by the all-reduce (TP)
-  FOLIO_RETURN_IF_ERROR(tp_all_reduce_norm(x.data(), T, mlp_norm_fused ? nullptr : w.post_norm,
-                                           normed.data(), post_normed));
+  if (!overlap)
+    FOLIO_RETURN_IF_ERROR(tp_all_reduce_norm(x.data(), T, mlp_norm_fused ? nullptr : w.post_norm,
+                                             normed.data(), post_normed));
   if (!mlp_norm_fused && !post_normed) {
     FOLIO_RETURN_IF_ERROR(
         cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
     mark("rms_norm");
   }
   if (mlp_skinny) {
-    cuda::SkinnyProblem pr{mlp_norm_fused ? x.data() : normed.data(), w.gate_up, act.data(), T,
-                           I, H};
+    cuda::SkinnyProblem pr{
+        mlp_norm_fused ? x.data() : normed.data(), w.gate_up, act.data(), T, I, H};
     if (mlp_norm_fused) {
       pr.norm_weight = w.post_norm;
       pr.norm_eps = eps;
@@ -239,11 +250,16 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d,
     FOLIO_RETURN_IF_ERROR(cuda::skinny_gemm_silu(dt, pr, stream));
     mark(mlp_norm_fused ? "norm_gate_up_silu" : "gate_up_silu");
   } else {
-    FOLIO_RETURN_IF_ERROR(gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I,
-                                          H, false, stream));
+    FOLIO_RETURN_IF_ERROR(
+        gemm->matmul_nt(dt, normed.data(), w.gate_up, gate_up.data(), T, 2 * I, H, false, stream));
     mark("gate_up_gemm");
     FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, stream));
     mark("silu_mul");
+  }
+  if (overlap) {
+    FOLIO_RETURN_IF_ERROR(row_parallel_overlapped(act.data(), w.down, T, I, residual));
+    mark("down_gemm_all_reduce");
+    return Status();  // the next layer norms its input itself (input_normed stays false)
   }
   FOLIO_RETURN_IF_ERROR(
       gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, stream));
@@ -308,8 +324,7 @@ Status swap(CudaLlamaExecutor::Impl& m, std::span<const BlockCopy> copies, bool 
   void* const* dev = m.cache_ptrs.as<void*>();
   void* const* host = m.swap_ptrs.as<void*>();
   return cuda::swap_blocks(out ? dev : host, out ? host : dev, 2 * m.config.num_layers,
-                           m.layer_block_bytes(), pairs, static_cast<int>(copies.size()),
-                           nullptr);
+                           m.layer_block_bytes(), pairs, static_cast<int>(copies.size()), nullptr);
 }
 
 }  // namespace
@@ -320,9 +335,8 @@ void CudaLlamaExecutor::copy_blocks(std::span<const BlockCopy> copies) {
   auto pairs = upload_pairs(m, copies);
   Status st = pairs.status();
   if (st.ok())
-    st = cuda::copy_blocks(m.cache_ptrs.as<void*>(), 2 * m.config.num_layers,
-                           m.layer_block_bytes(), *pairs, static_cast<int>(copies.size()),
-                           nullptr);
+    st = cuda::copy_blocks(m.cache_ptrs.as<void*>(), 2 * m.config.num_layers, m.layer_block_bytes(),
+                           *pairs, static_cast<int>(copies.size()), nullptr);
   if (!st.ok()) m.deferred = st;
 }
 

@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_events.h"
 #include "backend/cuda/cuda_graph.h"
+#include "backend/cuda/cuda_stream.h"
 #include "backend/cuda/decode_attention.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/dtype.h"
@@ -53,9 +54,9 @@ struct StepArrays {
 // What a step returns: the raw logits of some rows to the host, and/or tokens sampled on the
 // device (then `sampling` lists the rows and `host_rows` which logits still come back).
 struct LogitsRequest {
-  std::vector<float>* host_logits = nullptr;          // [returned rows, vocab]; nullptr: none
-  const DeviceSamplingBatch* sampling = nullptr;      // nullptr: every row returns (execute())
-  std::vector<DeviceSample>* samples = nullptr;       // one per sampling->rows
+  std::vector<float>* host_logits = nullptr;      // [returned rows, vocab]; nullptr: none
+  const DeviceSamplingBatch* sampling = nullptr;  // nullptr: every row returns (execute())
+  std::vector<DeviceSample>* samples = nullptr;   // one per sampling->rows
   // Executor::launch_sampled: the samples come down asynchronously (collect_samples), and the
   // step returns without waiting for the device.
   bool launch_only = false;
@@ -108,7 +109,7 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer rows, rows_normed, logits;  // [kLogitsChunkRows, hidden | vocab]
   cuda::DeviceBuffer attn_workspace;
   cuda::DeviceBuffer gathered;  // TP: [world, kLogitsChunkRows, local_vocab] fp32 logits
-  Status deferred;  // a copy/swap failure, returned by the next execute()
+  Status deferred;              // a copy/swap failure, returned by the next execute()
   // Device sampling: rows and ops uploaded in one copy, results downloaded in one copy.
   cuda::PinnedHostBuffer sample_host[2];
   cuda::DeviceBuffer sample_in, sample_out, op_saved;
@@ -134,7 +135,7 @@ struct CudaLlamaExecutor::Impl {
   // used a staging slot before packing into it again (rank 0's wait is its collect).
   cuda::CudaEvents rank_step_done;
   bool rank_step_pending[2] = {false, false};
-  cuda::DeviceBuffer sample_scratch;  // the split sampler's (sample_rows.h), zeroed once
+  cuda::DeviceBuffer sample_scratch;        // the split sampler's (sample_rows.h), zeroed once
   std::unique_ptr<cuda::StageTimer> timer;  // FOLIO_CUDA_STAGE_TIMES=1 only
 
   // The stream the forward's embedding and layers go to: the legacy default stream (nullptr),
@@ -160,6 +161,21 @@ struct CudaLlamaExecutor::Impl {
   // run_layers calls the layers).
   bool fused_tp_norm = true;
   bool input_normed = false;
+  // Tensor parallelism, FOLIO_TP_OVERLAP_CHUNKS=n (opt-in; cuda_llama_tp_overlap.cc): in steps
+  // of at least tp_overlap_from tokens (FOLIO_TP_OVERLAP_FROM), o_proj and down run in n chunks
+  // of rows, each chunk's all-reduce on comm_stream beside the next chunk's product, the
+  // two-shot's grid then tp_overlap_blocks (FOLIO_TP_OVERLAP_BLOCKS). Off by default: 1-2%
+  // faster at 16384-token steps, level at 8192, 4% slower at 2048 (NOTES.md, session 39).
+  int tp_overlap_chunks = 0;
+  int tp_overlap_from = 16384;
+  int tp_overlap_blocks = 32;
+  cuda::CudaStream comm_stream;     // made at the first overlapped product
+  cuda::CudaEvents overlap_events;  // [0] a chunk's product done, [1] its all-reduces done
+  Status configure_tp_overlap();    // reads the environment (an error on a malformed value)
+  bool tp_overlaps(int tokens) const;
+  // x[tokens, hidden] (+)= a[tokens, k] . w^T, then summed over the ranks, chunk by chunk; the
+  // legacy stream waits for the sums before its next launch.
+  Status row_parallel_overlapped(const void* a, const void* w, int tokens, int k, bool residual);
   // Batch-1 decode on one rank, FOLIO_SKINNY_FLOW=1: gate_up (+ silu) and down as a SkinnyFlow
   // pair (skinny_gemm.h), down's warps waiting per segment of act instead of for gate_up's whole
   // grid. Off by default: level with the PDL wait on B3 (NOTES.md "B3, session 22"). One set of
@@ -182,7 +198,7 @@ struct CudaLlamaExecutor::Impl {
   // By 2 x bucket index, + 1 for the plan with DecodePlan::step_split (taken on steps that
   // split); invalid until captured.
   std::vector<cuda::CudaGraph> graphs;
-  std::vector<uint8_t> graph_warm;         // by bucket index: ran eagerly once
+  std::vector<uint8_t> graph_warm;  // by bucket index: ran eagerly once
   cuda::DeviceBuffer graph_in, graph_workspace;
   cuda::PinnedHostBuffer graph_host[2];
   int graph_steps = 0, eager_decode_steps = 0;  // for the executor's summary
@@ -281,6 +297,8 @@ struct CudaLlamaExecutor::Impl {
   // Tensor parallelism (cuda_llama_executor_tp.cc): x = sum of x over the ranks (no-op alone);
   // logits of the rank's vocabulary slice, gathered to rank 0 (the only one that delivers).
   Status tp_all_reduce(void* buf, size_t elements);
+  // The same on stream `on` with `peer`'s buffers (nullptr: NCCL), no stage mark.
+  Status all_reduce_on(const cuda::PeerAllReduceView* peer, void* buf, size_t elements, void* on);
   // The same over x [rows, hidden]; with a `weight`, and where the peer all-reduce fuses it,
   // also y = rms_norm(x) (`normed` says whether it did; else the caller norms).
   Status tp_all_reduce_norm(void* x, int rows, const void* weight, void* y, bool& normed);

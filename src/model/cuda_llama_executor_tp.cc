@@ -1,7 +1,8 @@
 // CudaLlamaExecutor's tensor-parallel pieces: the all-reduce after the embedding, attention and
-// the MLP, the vocabulary-parallel logits gathered to rank 0, a launched step's samples shared
-// from rank 0, and the host-side barrier. Alone
-// (world 1) the all-reduce and the barrier are no-ops and compute_logits_tp is not used.
+// the MLP (prefill-sized steps overlap it with the products: cuda_llama_tp_overlap.cc), the
+// vocabulary-parallel logits gathered to rank 0, a launched step's samples shared from rank 0, and
+// the host-side barrier. Alone (world 1) the all-reduce and the barrier are no-ops and
+// compute_logits_tp is not used.
 #include <algorithm>
 #include <string>
 
@@ -28,18 +29,19 @@ Status CudaLlamaExecutor::pending_error() const {
 // nothing to sum, and an empty stage would only show the timer's own event overhead.
 Status CudaLlamaExecutor::Impl::tp_all_reduce(void* buf, size_t elements) {
   if (!tp || shard.world == 1) return Status();
-  using Form = cuda::PeerAllReduceForm;
-  const Form form = tp->peer
-                        ? cuda::peer_all_reduce_form(*tp->peer, elements * cuda::dtype_size(dt))
-                        : Form::kNone;
-  if (form == Form::kOneShot)
-    FOLIO_RETURN_IF_ERROR(cuda::peer_all_reduce_sum(*tp->peer, dt, buf, elements, stream));
-  else if (form == Form::kTwoShot)
-    FOLIO_RETURN_IF_ERROR(cuda::peer_all_reduce_two_shot(*tp->peer, dt, buf, elements, stream));
-  else
-    FOLIO_RETURN_IF_ERROR(tp->comm->all_reduce_sum(buf, elements, comm_type(dt), stream));
+  FOLIO_RETURN_IF_ERROR(all_reduce_on(tp->peer, buf, elements, stream));
   mark("all_reduce");
   return Status();
+}
+
+Status CudaLlamaExecutor::Impl::all_reduce_on(const cuda::PeerAllReduceView* peer, void* buf,
+                                              size_t elements, void* on) {
+  using Form = cuda::PeerAllReduceForm;
+  const Form form =
+      peer ? cuda::peer_all_reduce_form(*peer, elements * cuda::dtype_size(dt)) : Form::kNone;
+  if (form == Form::kOneShot) return cuda::peer_all_reduce_sum(*peer, dt, buf, elements, on);
+  if (form == Form::kTwoShot) return cuda::peer_all_reduce_two_shot(*peer, dt, buf, elements, on);
+  return tp->comm->all_reduce_sum(buf, elements, comm_type(dt), on);
 }
 
 Status CudaLlamaExecutor::Impl::tp_all_reduce_norm(void* x, int rows, const void* weight, void* y,

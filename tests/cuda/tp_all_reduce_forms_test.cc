@@ -6,13 +6,20 @@
 //   then rms_norm; batch 1 keeps its norms inside the skinny GEMVs);
 // - every all-reduce by the two-shot form (FOLIO_PEER_TWO_SHOT_FROM=0) against none
 //   (FOLIO_PEER_TWO_SHOT_FROM=off: one-shot within the staging, NCCL beyond; two ranks' NCCL sum
-//   is the fp32 sum rounded once).
+//   is the fp32 sum rounded once);
+// - o_proj and down by chunks of rows with each chunk's all-reduce on a second stream
+//   (FOLIO_TP_OVERLAP_*) against the whole product, then the all-reduce: rows are independent,
+//   but a chunk's GEMM may take another cuBLASLt kernel, so logprobs are compared within a
+//   tolerance (the tokens must match; on two H200s they came out identical).
 // Skips without 2 GPUs.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/peer_all_reduce.h"
@@ -24,9 +31,11 @@
 namespace folio {
 namespace {
 
-// The engine's outputs for 12 greedy requests (some prompts take two chunks) with `var` set to
-// `value` while the engine is made (the executor reads it then).
-testing::RunResult run_with(const char* var, const char* value, int max_batched_tokens) {
+using EnvVars = std::vector<std::pair<const char*, const char*>>;
+
+// The engine's outputs for 12 greedy requests (some prompts take two chunks) with `vars` set
+// while the engine is made (the executor reads them then).
+testing::RunResult run_with(const EnvVars& vars, int max_batched_tokens) {
   auto j = read_json_file(std::string(FOLIO_SOURCE_DIR) + "/configs/llama-3-8b.json");
   if (!j.ok()) {
     ADD_FAILURE() << j.status().to_string();
@@ -53,7 +62,7 @@ testing::RunResult run_with(const char* var, const char* value, int max_batched_
     g.params.logprobs = 2;
     reqs.push_back(std::move(g));
   }
-  setenv(var, value, 1);
+  for (const auto& [var, value] : vars) setenv(var, value, 1);
   EngineConfig c;
   c.tensor_parallel_size = 2;
   c.num_kv_blocks = 256;
@@ -63,7 +72,7 @@ testing::RunResult run_with(const char* var, const char* value, int max_batched_
   o.load_format = "dummy";
   o.model_config_file = config_path;
   auto engine = load_engine(o, c);
-  unsetenv(var);
+  for (const auto& [var, value] : vars) unsetenv(var);
   if (!engine.ok()) {
     ADD_FAILURE() << engine.status().to_string();
     return {};
@@ -91,6 +100,26 @@ size_t expect_identical(const testing::RunResult& want, const testing::RunResult
   return tokens;
 }
 
+// Every request's tokens equal and logprobs within `tol`; returns the largest difference.
+float expect_close(const testing::RunResult& want, const testing::RunResult& got, float tol) {
+  float worst = 0;
+  EXPECT_EQ(got.outputs.size(), want.outputs.size());
+  for (size_t i = 0; i < want.outputs.size() && i < got.outputs.size(); ++i) {
+    EXPECT_EQ(got.outputs[i].deltas.size(), 1u);
+    if (got.outputs[i].deltas.size() != 1 || want.outputs[i].deltas.size() != 1) continue;
+    const auto& w = want.outputs[i].deltas[0];
+    const auto& g = got.outputs[i].deltas[0];
+    EXPECT_EQ(g.token_ids, w.token_ids) << "request " << i;
+    EXPECT_EQ(g.logprobs.size(), w.logprobs.size()) << "request " << i;
+    for (size_t t = 0; t < g.logprobs.size() && t < w.logprobs.size(); ++t) {
+      const float d = std::fabs(g.logprobs[t].logprob - w.logprobs[t].logprob);
+      worst = std::max(worst, d);
+      EXPECT_LE(d, tol) << "request " << i << " token " << t;
+    }
+  }
+  return worst;
+}
+
 bool two_gpus() {
   auto n = cuda::device_count();
   return n.ok() && *n >= 2;
@@ -99,8 +128,8 @@ bool two_gpus() {
 TEST(TpFusedNorm, EngineMatchesTheSeparateNormBitForBit) {
   FOLIO_REQUIRE_GPU();
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
-  const auto want = run_with("FOLIO_TP_FUSED_NORM", "0", 256);
-  const auto got = run_with("FOLIO_TP_FUSED_NORM", "1", 256);
+  const auto want = run_with({{"FOLIO_TP_FUSED_NORM", "0"}}, 256);
+  const auto got = run_with({{"FOLIO_TP_FUSED_NORM", "1"}}, 256);
   ASSERT_EQ(want.outputs.size(), 12u);
   std::printf("tp2 fused norm: %zu tokens and logprobs identical\n", expect_identical(want, got));
 }
@@ -113,10 +142,50 @@ TEST(TpTwoShot, EngineMatchesOneShotAndNcclBitForBit) {
   // Where the two-shot cannot run, "0" would fall back to the forms it is compared with.
   if (!cuda::PeerAllReduceRank::all_peers_reachable(2)) GTEST_SKIP() << "no peer access";
   ASSERT_GE(cuda::peer_two_shot_resident_blocks(2), cuda::kTwoShotBlocksDefault);
-  const auto want = run_with("FOLIO_PEER_TWO_SHOT_FROM", "off", 512);
-  const auto got = run_with("FOLIO_PEER_TWO_SHOT_FROM", "0", 512);
+  const auto want = run_with({{"FOLIO_PEER_TWO_SHOT_FROM", "off"}}, 512);
+  const auto got = run_with({{"FOLIO_PEER_TWO_SHOT_FROM", "0"}}, 512);
   ASSERT_EQ(want.outputs.size(), 12u);
   std::printf("tp2 two-shot: %zu tokens and logprobs identical\n", expect_identical(want, got));
+}
+
+// Steps of 300-512 tokens (past the fused norm's staging of 2 MiB): 3 chunks of 192 rows at most
+// (the last one short) with the two-shot's grid cut to 8 blocks; 4 chunks by NCCL on the second
+// stream. Against no
+// overlap: the same forms unchunked.
+TEST(TpOverlap, EngineMatchesTheUnchunkedAllReduce) {
+  FOLIO_REQUIRE_GPU();
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const auto want = run_with({{"FOLIO_TP_OVERLAP_CHUNKS", "0"}}, 512);
+  ASSERT_EQ(want.outputs.size(), 12u);
+  const auto got = run_with({{"FOLIO_TP_OVERLAP_CHUNKS", "3"},
+                             {"FOLIO_TP_OVERLAP_FROM", "300"},
+                             {"FOLIO_TP_OVERLAP_BLOCKS", "8"}},
+                            512);
+  std::printf("tp2 overlap (peer): largest logprob difference %g\n",
+              expect_close(want, got, 0.05f));
+  const auto nccl = run_with({{"FOLIO_TP_OVERLAP_CHUNKS", "4"},
+                              {"FOLIO_TP_OVERLAP_FROM", "300"},
+                              {"FOLIO_PEER_TWO_SHOT_FROM", "off"}},
+                             512);
+  std::printf("tp2 overlap (NCCL): largest logprob difference %g\n",
+              expect_close(want, nccl, 0.05f));
+}
+
+// A malformed setting fails the engine's creation with the variable named, on one GPU too.
+TEST(TpOverlap, RejectsAMalformedSetting) {
+  FOLIO_REQUIRE_GPU();
+  setenv("FOLIO_TP_OVERLAP_CHUNKS", "four", 1);
+  EngineConfig c;
+  c.num_kv_blocks = 64;
+  LoadOptions o;
+  o.device = "cuda";
+  o.load_format = "dummy";
+  o.model_config_file = std::string(FOLIO_SOURCE_DIR) + "/configs/llama-3-8b.json";
+  auto engine = load_engine(o, c);
+  unsetenv("FOLIO_TP_OVERLAP_CHUNKS");
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().to_string().find("FOLIO_TP_OVERLAP_CHUNKS=four"), std::string::npos)
+      << engine.status().to_string();
 }
 
 }  // namespace
