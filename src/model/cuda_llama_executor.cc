@@ -243,10 +243,14 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
       pr.norm_weight = w.post_norm;
       pr.norm_eps = eps;
     }
-    // Batch 1 on one rank, FOLIO_SKINNY_FLOW=1: gate_up and down as a SkinnyFlow pair.
+    // Batch 1 on one rank, FOLIO_SKINNY_FLOW=1: gate_up and down as a SkinnyFlow pair. Under TP
+    // it ran B3 -tp 2 4.7% faster, but a TpAsync run hung once with it on (NOTES.md, session
+    // 39): kept to one rank until that is understood.
     if (skinny_flow && T == 1 && shard.world == 1 &&
-        gemm->routes_to_skinny(T, H, I, act.data(), w.down, x.data()))
-      return run_skinny_flow(pr, w, residual);
+        gemm->routes_to_skinny(T, H, I, act.data(), w.down, x.data())) {
+      FOLIO_RETURN_IF_ERROR(run_skinny_flow(pr, w, residual));
+      return end_layer_all_reduce(l, T);
+    }
     FOLIO_RETURN_IF_ERROR(cuda::skinny_gemm_silu(dt, pr, stream));
     mark(mlp_norm_fused ? "norm_gate_up_silu" : "gate_up_silu");
   } else {
@@ -264,11 +268,16 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
   FOLIO_RETURN_IF_ERROR(
       gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, stream));
   mark("down_gemm");
-  // The next layer's input norm rides on this all-reduce where it can (not after the last layer:
-  // the final norm runs on the logits rows only).
-  const bool next_norm = l + 1 < config.num_layers && !qkv_norm_in_skinny(l + 1, T);
-  return tp_all_reduce_norm(x.data(), T, next_norm ? weights.layers[l + 1].input_norm : nullptr,
-                            normed.data(), input_normed);
+  return end_layer_all_reduce(l, T);
+}
+
+// The next layer's input norm rides on this all-reduce where it can (not after the last layer:
+// the final norm runs on the logits rows only).
+Status CudaLlamaExecutor::Impl::end_layer_all_reduce(int l, int tokens) {
+  const bool next_norm = l + 1 < config.num_layers && !qkv_norm_in_skinny(l + 1, tokens);
+  return tp_all_reduce_norm(x.data(), tokens,
+                            next_norm ? weights.layers[l + 1].input_norm : nullptr, normed.data(),
+                            input_normed);
 }
 
 bool CudaLlamaExecutor::Impl::qkv_norm_in_skinny(int l, int tokens) const {

@@ -176,10 +176,11 @@ struct CudaLlamaExecutor::Impl {
   // x[tokens, hidden] (+)= a[tokens, k] . w^T, then summed over the ranks, chunk by chunk; the
   // legacy stream waits for the sums before its next launch.
   Status row_parallel_overlapped(const void* a, const void* w, int tokens, int k, bool residual);
-  // Batch-1 decode on one rank, FOLIO_SKINNY_FLOW=1: gate_up (+ silu) and down as a SkinnyFlow
-  // pair (skinny_gemm.h), down's warps waiting per segment of act instead of for gate_up's whole
-  // grid. Off by default: level with the PDL wait on B3 (NOTES.md "B3, session 22"). One set of
-  // cumulative counters serves every layer: the pairs run one after the other on the stream.
+  // Batch-1 decode on one rank, FOLIO_SKINNY_FLOW=1 (opt-in): gate_up (+ silu) and down as a
+  // SkinnyFlow pair (skinny_gemm.h), down's warps waiting per segment of act instead of for
+  // gate_up's whole grid. One GPU: +0.4% on B3 (the H100: level), -4.6% on one slow H200
+  // (NOTES.md "B3, session 22" and session 39). One set of cumulative counters serves every
+  // layer: the pairs run one after the other on the stream.
   bool skinny_flow = false;
   cuda::DeviceBuffer skinny_flow_counters;
   // Batch-1 decode, one rank, FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch
@@ -262,6 +263,8 @@ struct CudaLlamaExecutor::Impl {
                     void* workspace);
   Status layer(int l, StepShape sh, const StepArrays& d, const CacheView& c,
                const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill, void* workspace);
+  // x summed over the ranks after layer l's down (no-op alone), with layer l + 1's input norm.
+  Status end_layer_all_reduce(int l, int tokens);
   Status run_decode_mlp(int l, bool& done);  // cuda_llama_decode_mlp.cc
   Status run_skinny_flow(const cuda::SkinnyProblem& up, const CudaLayerWeights& w, bool residual);
   // cuda_llama_graphs.cc.
