@@ -82,27 +82,14 @@ testing::RunResult run_with(const EnvVars& vars, int max_batched_tokens) {
   return result;
 }
 
-// Every request's tokens and logprobs equal; returns how many tokens were compared.
-size_t expect_identical(const testing::RunResult& want, const testing::RunResult& got) {
+struct Compared {
   size_t tokens = 0;
-  EXPECT_EQ(got.outputs.size(), want.outputs.size());
-  for (size_t i = 0; i < want.outputs.size() && i < got.outputs.size(); ++i) {
-    EXPECT_EQ(got.outputs[i].deltas.size(), 1u);
-    if (got.outputs[i].deltas.size() != 1 || want.outputs[i].deltas.size() != 1) continue;
-    const auto& w = want.outputs[i].deltas[0];
-    const auto& g = got.outputs[i].deltas[0];
-    EXPECT_EQ(g.token_ids, w.token_ids) << "request " << i;
-    EXPECT_EQ(g.logprobs.size(), w.logprobs.size()) << "request " << i;
-    for (size_t t = 0; t < g.logprobs.size() && t < w.logprobs.size(); ++t)
-      EXPECT_EQ(g.logprobs[t].logprob, w.logprobs[t].logprob) << "request " << i << " token " << t;
-    tokens += g.token_ids.size();
-  }
-  return tokens;
-}
+  float worst = 0;  // the largest logprob difference
+};
 
-// Every request's tokens equal and logprobs within `tol`; returns the largest difference.
-float expect_close(const testing::RunResult& want, const testing::RunResult& got, float tol) {
-  float worst = 0;
+// Every request's tokens equal and logprobs within `tol` (0: equal).
+Compared expect_matching(const testing::RunResult& want, const testing::RunResult& got, float tol) {
+  Compared c;
   EXPECT_EQ(got.outputs.size(), want.outputs.size());
   for (size_t i = 0; i < want.outputs.size() && i < got.outputs.size(); ++i) {
     EXPECT_EQ(got.outputs[i].deltas.size(), 1u);
@@ -113,11 +100,13 @@ float expect_close(const testing::RunResult& want, const testing::RunResult& got
     EXPECT_EQ(g.logprobs.size(), w.logprobs.size()) << "request " << i;
     for (size_t t = 0; t < g.logprobs.size() && t < w.logprobs.size(); ++t) {
       const float d = std::fabs(g.logprobs[t].logprob - w.logprobs[t].logprob);
-      worst = std::max(worst, d);
-      EXPECT_LE(d, tol) << "request " << i << " token " << t;
+      c.worst = std::max(c.worst, d);
+      EXPECT_LE(d, tol) << "request " << i << " token " << t << ": " << g.logprobs[t].logprob
+                        << " against " << w.logprobs[t].logprob;
     }
+    c.tokens += g.token_ids.size();
   }
-  return worst;
+  return c;
 }
 
 bool two_gpus() {
@@ -131,7 +120,8 @@ TEST(TpFusedNorm, EngineMatchesTheSeparateNormBitForBit) {
   const auto want = run_with({{"FOLIO_TP_FUSED_NORM", "0"}}, 256);
   const auto got = run_with({{"FOLIO_TP_FUSED_NORM", "1"}}, 256);
   ASSERT_EQ(want.outputs.size(), 12u);
-  std::printf("tp2 fused norm: %zu tokens and logprobs identical\n", expect_identical(want, got));
+  std::printf("tp2 fused norm: %zu tokens and logprobs identical\n",
+              expect_matching(want, got, 0).tokens);
 }
 
 // 512-token steps: 4 MiB messages, past the one-shot staging of 256 sequences (2 MiB), so "off"
@@ -145,7 +135,8 @@ TEST(TpTwoShot, EngineMatchesOneShotAndNcclBitForBit) {
   const auto want = run_with({{"FOLIO_PEER_TWO_SHOT_FROM", "off"}}, 512);
   const auto got = run_with({{"FOLIO_PEER_TWO_SHOT_FROM", "0"}}, 512);
   ASSERT_EQ(want.outputs.size(), 12u);
-  std::printf("tp2 two-shot: %zu tokens and logprobs identical\n", expect_identical(want, got));
+  std::printf("tp2 two-shot: %zu tokens and logprobs identical\n",
+              expect_matching(want, got, 0).tokens);
 }
 
 // Steps of 300-512 tokens (past the fused norm's staging of 2 MiB): 3 chunks of 192 rows at most
@@ -162,13 +153,13 @@ TEST(TpOverlap, EngineMatchesTheUnchunkedAllReduce) {
                              {"FOLIO_TP_OVERLAP_BLOCKS", "8"}},
                             512);
   std::printf("tp2 overlap (peer): largest logprob difference %g\n",
-              expect_close(want, got, 0.05f));
+              expect_matching(want, got, 0.05f).worst);
   const auto nccl = run_with({{"FOLIO_TP_OVERLAP_CHUNKS", "4"},
                               {"FOLIO_TP_OVERLAP_FROM", "300"},
                               {"FOLIO_PEER_TWO_SHOT_FROM", "off"}},
                              512);
   std::printf("tp2 overlap (NCCL): largest logprob difference %g\n",
-              expect_close(want, nccl, 0.05f));
+              expect_matching(want, nccl, 0.05f).worst);
 }
 
 // A malformed setting fails the engine's creation with the variable named, on one GPU too.
