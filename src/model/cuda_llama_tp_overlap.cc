@@ -21,7 +21,6 @@
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
-#include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
 
 namespace folio {
