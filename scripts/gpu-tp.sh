@@ -13,6 +13,8 @@
 #     scripts/gpu-tp.sh bench70      # (nvidia-h200-x4) the dummy 70B at -tp 4
 #     scripts/gpu-tp.sh bench70x2    # (nvidia-h200-x2) the dummy 70B at -tp 2 (66 GiB a GPU)
 #     scripts/gpu-tp.sh bench4       # (nvidia-h200-x4) the dummy 8B at -tp 4
+#     scripts/gpu-tp.sh flowcheck    # (2 GPUs) TpAsync tp2 repeated with SkinnyFlow under TP and
+#                                    #   without (REPS=10 each), then B3 -tp 2 both ways
 #     scripts/gpu-tp.sh allreduce    # peer all-reduce against NCCL over every GPU: the kernel
 #                                    #   benches (one-shot; two-shot by grid), then B3 and B1 at
 #                                    #   -tp <GPUs> with and without --disable-custom-all-reduce
@@ -99,6 +101,30 @@ allreduce() {
   done
 }
 
+# Session 39 left SkinnyFlow off under TP: one TpAsync tp2 run did not finish with it (NOTES.md).
+# This repeats TpAsync tp2 with the flow under TP (FOLIO_SKINNY_FLOW=tp) and without, then B3
+# -tp 2 on the 8B both ways. Each repeat has its own timeout, so a hang shows as one "exit 124".
+flowcheck() {
+  local reps=${REPS:-10}
+  for flow in tp 0; do
+    echo "== TpAsync tp2 x $reps, FOLIO_SKINNY_FLOW=$flow"
+    for ((i = 1; i <= reps; ++i)); do
+      FOLIO_SKINNY_FLOW=$flow timeout 60 "$CARRY/folio_cuda_tests" \
+        --gtest_filter='World/TpAsync*/tp2' >"$OUTDIR/flowcheck-$flow-$i.log" 2>&1
+      echo "run $i exit $?"
+    done
+  done
+  echo "== TpSkinnyFlow (the flow under TP against the PDL wait, bit for bit)"
+  timeout 60 "$CARRY/folio_cuda_tests" --gtest_filter='TpSkinnyFlow*' 2>&1 | grep -E 'identical|OK|FAILED|Failure'
+  local dummy=(--device cuda --load-format dummy --model configs --model-config configs/llama-3-8b.json)
+  for flow in tp 0; do
+    echo "== B3 8B -tp 2, FOLIO_SKINNY_FLOW=$flow"
+    FOLIO_SKINNY_FLOW=$flow timeout 120 "$CARRY/folio" bench latency "${dummy[@]}" -tp 2 --batch-size 1 \
+      --input-len 128 --output-len 256 --num-iters-warmup 1 --num-iters 3 --bandwidth-gbps 8540 2>&1 |
+      grep -E 'TPOT \(|rror'
+  done
+}
+
 case "${1:-}" in
   stage) stage ;;
   run) setup_env; set +e; tests; rc=$?; bench_models configs/llama-3-8b.json llama3-8b 1 2; exit $rc ;;
@@ -108,5 +134,6 @@ case "${1:-}" in
   bench70x2) setup_env; set +e; bench_models configs/llama-3-70b.json llama3-70b 2 ;;
   bench4) setup_env; set +e; bench_models configs/llama-3-8b.json llama3-8b 4 ;;
   allreduce) setup_env; set +e; allreduce ;;
-  *) echo "usage: $0 stage|run|tests|bench|bench70|bench70x2|bench4|allreduce" >&2; exit 2 ;;
+  flowcheck) setup_env; set +e; flowcheck ;;
+  *) echo "usage: $0 stage|run|tests|bench|bench70|bench70x2|bench4|allreduce|flowcheck" >&2; exit 2 ;;
 esac

@@ -243,10 +243,9 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
       pr.norm_weight = w.post_norm;
       pr.norm_eps = eps;
     }
-    // Batch 1 on one rank, FOLIO_SKINNY_FLOW=1: gate_up and down as a SkinnyFlow pair. Under TP
-    // it ran B3 -tp 2 4.7% faster, but a TpAsync run hung once with it on (NOTES.md, session
-    // 39): kept to one rank until that is understood.
-    if (skinny_flow && T == 1 && shard.world == 1 &&
+    // Batch 1 on one rank, FOLIO_SKINNY_FLOW=1: gate_up and down as a SkinnyFlow pair; under TP
+    // only with FOLIO_SKINNY_FLOW=tp (a TpAsync run did not finish with it: NOTES.md, s39).
+    if (skinny_flow && T == 1 && (shard.world == 1 || skinny_flow_tp) &&
         gemm->routes_to_skinny(T, H, I, act.data(), w.down, x.data())) {
       FOLIO_RETURN_IF_ERROR(run_skinny_flow(pr, w, residual));
       return end_layer_all_reduce(l, T);

@@ -182,6 +182,10 @@ struct CudaLlamaExecutor::Impl {
   // (NOTES.md "B3, session 22" and session 39). One set of cumulative counters serves every
   // layer: the pairs run one after the other on the stream.
   bool skinny_flow = false;
+  // FOLIO_SKINNY_FLOW=tp (measuring): the flow under tensor parallelism too. B3 -tp 2 on the 8B
+  // -4.7%, the 70B +2.5%, and one TpAsync run did not finish with it (NOTES.md, session 39):
+  // scripts/gpu-tp.sh flowcheck is the check to pass before it becomes a default.
+  bool skinny_flow_tp = false;
   cuda::DeviceBuffer skinny_flow_counters;
   // Batch-1 decode, one rank, FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch
   // (decode_mlp.h, bit-identical to the skinny launches). Off by default: slower on the H100

@@ -262,7 +262,10 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   if (const char* e = std::getenv("FOLIO_FUSED_SILU"))
     m->fused_gate_up_silu = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_DECODE_MLP")) m->decode_mlp = std::string(e) == "1";
-  if (const char* e = std::getenv("FOLIO_SKINNY_FLOW")) m->skinny_flow = std::string(e) == "1";
+  if (const char* e = std::getenv("FOLIO_SKINNY_FLOW")) {  // 1: one rank; tp: also under TP
+    m->skinny_flow = std::string(e) == "1" || std::string(e) == "tp";
+    m->skinny_flow_tp = std::string(e) == "tp";
+  }
   if (const char* e = std::getenv("FOLIO_TP_FUSED_NORM")) m->fused_tp_norm = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {
     const std::string v = e;

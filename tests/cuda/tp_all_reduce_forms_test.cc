@@ -7,6 +7,7 @@
 // - every all-reduce by the two-shot form (FOLIO_PEER_TWO_SHOT_FROM=0) against none
 //   (FOLIO_PEER_TWO_SHOT_FROM=off: one-shot within the staging, NCCL beyond; two ranks' NCCL sum
 //   is the fp32 sum rounded once);
+// - batch 1's gate_up -> down as a SkinnyFlow pair under TP (FOLIO_SKINNY_FLOW=tp) against =0;
 // - o_proj and down by chunks of rows with each chunk's all-reduce on a second stream
 //   (FOLIO_TP_OVERLAP_*) against the whole product, then the all-reduce: rows are independent,
 //   but a chunk's GEMM may take another cuBLASLt kernel, so logprobs are compared within a
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -33,9 +35,9 @@ namespace {
 
 using EnvVars = std::vector<std::pair<const char*, const char*>>;
 
-// The engine's outputs for 12 greedy requests (some prompts take two chunks) with `vars` set
-// while the engine is made (the executor reads them then).
-testing::RunResult run_with(const EnvVars& vars, int max_batched_tokens) {
+// The engine's outputs for `requests` greedy requests (12: some prompts take two chunks) with
+// `vars` set while the engine is made (the executor reads them then).
+testing::RunResult run_with(const EnvVars& vars, int max_batched_tokens, int requests = 12) {
   auto j = read_json_file(std::string(FOLIO_SOURCE_DIR) + "/configs/llama-3-8b.json");
   if (!j.ok()) {
     ADD_FAILURE() << j.status().to_string();
@@ -50,7 +52,7 @@ testing::RunResult run_with(const EnvVars& vars, int max_batched_tokens) {
   }
   std::mt19937 rng(3);
   std::vector<GenerateRequest> reqs;
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < requests; ++i) {
     GenerateRequest g;
     const int len = 5 + static_cast<int>(rng() % 300);
     for (int t = 0; t < len; ++t)
@@ -62,7 +64,13 @@ testing::RunResult run_with(const EnvVars& vars, int max_batched_tokens) {
     g.params.logprobs = 2;
     reqs.push_back(std::move(g));
   }
-  for (const auto& [var, value] : vars) setenv(var, value, 1);
+  // Settings made for the whole binary (FOLIO_... before the command) come back afterwards.
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+  for (const auto& [var, value] : vars) {
+    const char* old = std::getenv(var);
+    saved.emplace_back(var, old ? std::optional<std::string>(old) : std::nullopt);
+    setenv(var, value, 1);
+  }
   EngineConfig c;
   c.tensor_parallel_size = 2;
   c.num_kv_blocks = 256;
@@ -72,7 +80,12 @@ testing::RunResult run_with(const EnvVars& vars, int max_batched_tokens) {
   o.load_format = "dummy";
   o.model_config_file = config_path;
   auto engine = load_engine(o, c);
-  for (const auto& [var, value] : vars) unsetenv(var);
+  for (const auto& [var, old] : saved) {
+    if (old)
+      setenv(var, old->c_str(), 1);
+    else
+      unsetenv(var);
+  }
   if (!engine.ok()) {
     ADD_FAILURE() << engine.status().to_string();
     return {};
@@ -160,6 +173,18 @@ TEST(TpOverlap, EngineMatchesTheUnchunkedAllReduce) {
                              512);
   std::printf("tp2 overlap (NCCL): largest logprob difference %g\n",
               expect_matching(want, nccl, 0.05f).worst);
+}
+
+// Batch-1 decode (one request) under TP with gate_up -> down as a SkinnyFlow pair
+// (FOLIO_SKINNY_FLOW=tp) against down's PDL wait: the same arithmetic, so the same bits.
+TEST(TpSkinnyFlow, EngineMatchesThePdlWaitBitForBit) {
+  FOLIO_REQUIRE_GPU();
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const auto want = run_with({{"FOLIO_SKINNY_FLOW", "0"}}, 256, 1);
+  const auto got = run_with({{"FOLIO_SKINNY_FLOW", "tp"}}, 256, 1);
+  ASSERT_EQ(want.outputs.size(), 1u);
+  std::printf("tp2 skinny flow: %zu tokens and logprobs identical\n",
+              expect_matching(want, got, 0).tokens);
 }
 
 // A malformed setting fails the engine's creation with the variable named, on one GPU too.
