@@ -210,27 +210,16 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
     FOLIO_RETURN_IF_ERROR(run_decode_mlp(l, done));
     if (done) return Status();
   }
-  // Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
-  // residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
-  // Prefill-sized steps: each product's all-reduce by chunks beside it (tp_overlaps).
-  const bool residual = shard.rank == 0, overlap = tp_overlaps(T);
-  if (overlap) {
-    FOLIO_RETURN_IF_ERROR(row_parallel_overlapped(attn.data(), w.o_proj, T, qs, residual));
-    mark("o_gemm_all_reduce");
-  } else {
-    FOLIO_RETURN_IF_ERROR(
-        gemm->matmul_nt(dt, attn.data(), w.o_proj, x.data(), T, H, qs, residual, stream));
-    mark("o_gemm");
-  }
   // Decode at batch 1: gate_up and silu_and_mul in one skinny launch (bit-identical), the norm
   // too where it fits.
   const bool mlp_skinny = fused_gate_up_silu &&
                           gemm->routes_to_skinny(T, 2 * I, H, normed.data(), w.gate_up, act.data());
   const bool mlp_norm_fused = mlp_skinny && norm_fits(fused_norm_mlp, w.post_norm);
+  const bool residual = shard.rank == 0;
   bool post_normed = false;  // by the all-reduce (TP)
-  if (!overlap)
-    FOLIO_RETURN_IF_ERROR(tp_all_reduce_norm(x.data(), T, mlp_norm_fused ? nullptr : w.post_norm,
-                                             normed.data(), post_normed));
+  FOLIO_RETURN_IF_ERROR(row_parallel(attn.data(), w.o_proj, T, qs, residual,
+                                     mlp_norm_fused ? nullptr : w.post_norm, post_normed,
+                                     {"o_gemm", "o_gemm_all_reduce"}));
   if (!mlp_norm_fused && !post_normed) {
     FOLIO_RETURN_IF_ERROR(
         cuda::rms_norm(dt, x.data(), w.post_norm, normed.data(), T, H, eps, stream));
@@ -248,7 +237,7 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
     if (skinny_flow && T == 1 && (shard.world == 1 || skinny_flow_tp) &&
         gemm->routes_to_skinny(T, H, I, act.data(), w.down, x.data())) {
       FOLIO_RETURN_IF_ERROR(run_skinny_flow(pr, w, residual));
-      return end_layer_all_reduce(l, T);
+      return tp_all_reduce_norm(x.data(), T, next_input_norm(l, T), normed.data(), input_normed);
     }
     FOLIO_RETURN_IF_ERROR(cuda::skinny_gemm_silu(dt, pr, stream));
     mark(mlp_norm_fused ? "norm_gate_up_silu" : "gate_up_silu");
@@ -259,24 +248,34 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
     FOLIO_RETURN_IF_ERROR(cuda::silu_and_mul(dt, gate_up.data(), act.data(), T, I, stream));
     mark("silu_mul");
   }
-  if (overlap) {
-    FOLIO_RETURN_IF_ERROR(row_parallel_overlapped(act.data(), w.down, T, I, residual));
-    mark("down_gemm_all_reduce");
-    return Status();  // the next layer norms its input itself (input_normed stays false)
-  }
-  FOLIO_RETURN_IF_ERROR(
-      gemm->matmul_nt(dt, act.data(), w.down, x.data(), T, H, I, residual, stream));
-  mark("down_gemm");
-  return end_layer_all_reduce(l, T);
+  return row_parallel(act.data(), w.down, T, I, residual, next_input_norm(l, T), input_normed,
+                      {"down_gemm", "down_gemm_all_reduce"});
 }
 
-// The next layer's input norm rides on this all-reduce where it can (not after the last layer:
-// the final norm runs on the logits rows only).
-Status CudaLlamaExecutor::Impl::end_layer_all_reduce(int l, int tokens) {
-  const bool next_norm = l + 1 < config.num_layers && !qkv_norm_in_skinny(l + 1, tokens);
-  return tp_all_reduce_norm(x.data(), tokens,
-                            next_norm ? weights.layers[l + 1].input_norm : nullptr, normed.data(),
-                            input_normed);
+// Tensor parallelism: o_proj and down are row-parallel; rank 0 adds its partial product to the
+// residual, the others overwrite x with theirs, and one all-reduce sums them (no-op alone).
+// Prefill-sized steps run each product by chunks beside its all-reduce (tp_overlaps), the norm
+// then left to the caller.
+Status CudaLlamaExecutor::Impl::row_parallel(const void* a, const void* w, int tokens, int k,
+                                             bool residual, const void* norm_weight,
+                                             bool& was_normed, RowParallelStages stages) {
+  was_normed = false;
+  if (tp_overlaps(tokens)) {
+    FOLIO_RETURN_IF_ERROR(row_parallel_overlapped(a, w, tokens, k, residual));
+    mark(stages.overlapped);
+    return Status();
+  }
+  FOLIO_RETURN_IF_ERROR(
+      gemm->matmul_nt(dt, a, w, x.data(), tokens, config.hidden_size, k, residual, stream));
+  mark(stages.product);
+  return tp_all_reduce_norm(x.data(), tokens, norm_weight, normed.data(), was_normed);
+}
+
+// The next layer's input norm rides on the end-of-layer all-reduce where it can (not after the
+// last layer: the final norm runs on the logits rows only).
+const void* CudaLlamaExecutor::Impl::next_input_norm(int l, int tokens) const {
+  const bool next = l + 1 < config.num_layers && !qkv_norm_in_skinny(l + 1, tokens);
+  return next ? weights.layers[l + 1].input_norm : nullptr;
 }
 
 bool CudaLlamaExecutor::Impl::qkv_norm_in_skinny(int l, int tokens) const {

@@ -267,8 +267,16 @@ struct CudaLlamaExecutor::Impl {
                     void* workspace);
   Status layer(int l, StepShape sh, const StepArrays& d, const CacheView& c,
                const cuda::DecodePlan* decode, const cuda::PrefillPlan* prefill, void* workspace);
-  // x summed over the ranks after layer l's down (no-op alone), with layer l + 1's input norm.
-  Status end_layer_all_reduce(int l, int tokens);
+  // x[tokens, hidden] (+)= a[tokens, k] . w^T, summed over the ranks (tp_all_reduce_norm, with
+  // norm_weight; or by chunks, row_parallel_overlapped, leaving the norm to the caller).
+  struct RowParallelStages {
+    const char* product;     // stage of the product (the all-reduce marks its own)
+    const char* overlapped;  // stage of the chunked product + all-reduce
+  };
+  Status row_parallel(const void* a, const void* w, int tokens, int k, bool residual,
+                      const void* norm_weight, bool& was_normed, RowParallelStages stages);
+  // Layer l + 1's input norm where the end-of-layer all-reduce may run it, else nullptr.
+  const void* next_input_norm(int l, int tokens) const;
   Status run_decode_mlp(int l, bool& done);  // cuda_llama_decode_mlp.cc
   Status run_skinny_flow(const cuda::SkinnyProblem& up, const CudaLayerWeights& w, bool residual);
   // cuda_llama_graphs.cc.
