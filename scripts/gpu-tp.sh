@@ -101,28 +101,37 @@ allreduce() {
   done
 }
 
-# Session 39 left SkinnyFlow off under TP: one TpAsync tp2 run did not finish with it (NOTES.md).
-# This repeats TpAsync tp2 with the flow under TP (FOLIO_SKINNY_FLOW=tp) and without, then B3
-# -tp 2 on the 8B both ways. Each repeat has its own timeout, so a hang shows as one "exit 124".
+# SkinnyFlow under TP (on by default for a rank gate_up <= 128 MiB since session 40, after its
+# consumer's partial-warp hang at k < 256 was fixed): repeats TpAsync tp2 (the 2-layer fixture,
+# a rank's k of 128) with the default and with FOLIO_SKINNY_FLOW=0, then B3 -tp 2 on the 8B both
+# ways. Each repeat has its own timeout, so a hang shows as one "exit 124".
 flowcheck() {
   local reps=${REPS:-10}
-  for flow in tp 0; do
+  for flow in default 0; do
     echo "== TpAsync tp2 x $reps, FOLIO_SKINNY_FLOW=$flow"
     for ((i = 1; i <= reps; ++i)); do
-      FOLIO_SKINNY_FLOW=$flow timeout 60 "$CARRY/folio_cuda_tests" \
+      flow_env "$flow" timeout 60 "$CARRY/folio_cuda_tests" \
         --gtest_filter='World/TpAsync*/tp2' >"$OUTDIR/flowcheck-$flow-$i.log" 2>&1
       echo "run $i exit $?"
     done
   done
-  echo "== TpSkinnyFlow (the flow under TP against the PDL wait, bit for bit)"
-  timeout 60 "$CARRY/folio_cuda_tests" --gtest_filter='TpSkinnyFlow*' 2>&1 | grep -E 'identical|OK|FAILED|Failure'
+  echo "== SkinnyFlow kernels and TpSkinnyFlow (the flow under TP against the PDL wait, bit for bit)"
+  timeout 120 "$CARRY/folio_cuda_tests" --gtest_filter='SkinnyFlow*:TpSkinnyFlow*' 2>&1 |
+    grep -E 'identical|OK|FAILED|Failure'
   local dummy=(--device cuda --load-format dummy --model configs --model-config configs/llama-3-8b.json)
-  for flow in tp 0; do
+  for flow in default 0; do
     echo "== B3 8B -tp 2, FOLIO_SKINNY_FLOW=$flow"
-    FOLIO_SKINNY_FLOW=$flow timeout 120 "$CARRY/folio" bench latency "${dummy[@]}" -tp 2 --batch-size 1 \
+    flow_env "$flow" timeout 120 "$CARRY/folio" bench latency "${dummy[@]}" -tp 2 --batch-size 1 \
       --input-len 128 --output-len 256 --num-iters-warmup 1 --num-iters 3 --bandwidth-gbps 8540 2>&1 |
       grep -E 'TPOT \(|rror'
   done
+}
+
+# Runs "$@" with FOLIO_SKINNY_FLOW=$1, or with it unset for "default".
+flow_env() {
+  local flow=$1
+  shift
+  if [[ $flow == default ]]; then env -u FOLIO_SKINNY_FLOW "$@"; else FOLIO_SKINNY_FLOW=$flow "$@"; fi
 }
 
 case "${1:-}" in

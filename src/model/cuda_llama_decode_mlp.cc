@@ -33,7 +33,7 @@ Status CudaLlamaExecutor::Impl::run_decode_mlp(int l, bool& done) {
   return Status();
 }
 
-// FOLIO_SKINNY_FLOW=1 at batch 1 on one rank: gate_up (+ silu, the problem `up`) then down as a
+// Batch 1 where skinny_flow_default chose it: gate_up (+ silu, the problem `up`) then down as a
 // SkinnyFlow pair (skinny_gemm.h): down's warps wait per segment of act, not for gate_up's grid.
 Status CudaLlamaExecutor::Impl::run_skinny_flow(const cuda::SkinnyProblem& up,
                                                 const CudaLayerWeights& w, bool residual) {
@@ -48,7 +48,7 @@ Status CudaLlamaExecutor::Impl::run_skinny_flow(const cuda::SkinnyProblem& up,
     return st;
   }
   mark("down_gemm");
-  return Status();  // one rank: no all-reduce
+  return Status();  // the caller all-reduces (TP) and norms
 }
 
 }  // namespace folio

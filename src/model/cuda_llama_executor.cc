@@ -232,9 +232,8 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
       pr.norm_weight = w.post_norm;
       pr.norm_eps = eps;
     }
-    // Batch 1 on one rank, FOLIO_SKINNY_FLOW=1: gate_up and down as a SkinnyFlow pair; under TP
-    // only with FOLIO_SKINNY_FLOW=tp (a TpAsync run did not finish with it: NOTES.md, s39).
-    if (skinny_flow && T == 1 && (shard.world == 1 || skinny_flow_tp) &&
+    // Batch 1: gate_up and down as a SkinnyFlow pair where skinny_flow_default chose it.
+    if (skinny_flow && T == 1 &&
         gemm->routes_to_skinny(T, H, I, act.data(), w.down, x.data())) {
       FOLIO_RETURN_IF_ERROR(run_skinny_flow(pr, w, residual));
       return tp_all_reduce_norm(x.data(), T, next_input_norm(l, T), normed.data(), input_normed);

@@ -176,16 +176,12 @@ struct CudaLlamaExecutor::Impl {
   // x[tokens, hidden] (+)= a[tokens, k] . w^T, then summed over the ranks, chunk by chunk; the
   // legacy stream waits for the sums before its next launch.
   Status row_parallel_overlapped(const void* a, const void* w, int tokens, int k, bool residual);
-  // Batch-1 decode on one rank, FOLIO_SKINNY_FLOW=1 (opt-in): gate_up (+ silu) and down as a
-  // SkinnyFlow pair (skinny_gemm.h), down's warps waiting per segment of act instead of for
-  // gate_up's whole grid. One GPU: +0.4% on B3 (the H100: level), -4.6% on one slow H200
-  // (NOTES.md "B3, session 22" and session 39). One set of cumulative counters serves every
-  // layer: the pairs run one after the other on the stream.
+  // Batch-1 decode: gate_up (+ silu) and down as a SkinnyFlow pair (skinny_gemm.h), down's warps
+  // waiting per segment of act instead of for gate_up's whole grid. On by default under TP for a
+  // rank gate_up of at most 128 MiB (8B -tp 2: B3 -4.7 to -6.7%), FOLIO_SKINNY_FLOW=0|1 forces
+  // it (skinny_flow_default, cuda_llama_executor_setup.cc). One set of cumulative counters
+  // serves every layer: the pairs run one after the other on the stream.
   bool skinny_flow = false;
-  // FOLIO_SKINNY_FLOW=tp (measuring): the flow under tensor parallelism too. B3 -tp 2 on the 8B
-  // -4.7%, the 70B +2.5%, and one TpAsync run did not finish with it (NOTES.md, session 39):
-  // scripts/gpu-tp.sh flowcheck is the check to pass before it becomes a default.
-  bool skinny_flow_tp = false;
   cuda::DeviceBuffer skinny_flow_counters;
   // Batch-1 decode, one rank, FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch
   // (decode_mlp.h, bit-identical to the skinny launches). Off by default: slower on the H100

@@ -59,6 +59,17 @@ Status check_options(const CudaExecutorOptions& o) {
   return Status();
 }
 
+// Batch-1 decode's gate_up -> down as a SkinnyFlow pair (cuda_llama_decode_mlp.cc).
+// FOLIO_SKINNY_FLOW (validated by the caller): 0 off, 1 or tp on at any world size; unset: on
+// under TP where the rank's gate_up is at most 128 MiB. There its grid-completion wait weighs
+// most: 8B -tp 2 (112 MiB per rank) B3 -4.7 to -6.7% on two H200s, while the 70B's 448 MiB rank
+// lost 2.5% and one GPU's 8B (224 MiB) moved +0.4 / -4.6% on two H200s (NOTES.md, sessions 39-40).
+bool skinny_flow_default(const ModelConfig& rank, int world, const char* env) {
+  if (env) return std::string(env) != "0";
+  const double gate_up_bytes = 2.0 * rank.intermediate_size * rank.hidden_size * 2;  // 16-bit
+  return world > 1 && gate_up_bytes <= 128.0 * (1 << 20);
+}
+
 }  // namespace
 
 CudaLlamaExecutor::CudaLlamaExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -262,10 +273,11 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   if (const char* e = std::getenv("FOLIO_FUSED_SILU"))
     m->fused_gate_up_silu = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_DECODE_MLP")) m->decode_mlp = std::string(e) == "1";
-  if (const char* e = std::getenv("FOLIO_SKINNY_FLOW")) {  // 1: one rank; tp: also under TP
-    m->skinny_flow = std::string(e) == "1" || std::string(e) == "tp";
-    m->skinny_flow_tp = std::string(e) == "tp";
-  }
+  const char* flow_env = std::getenv("FOLIO_SKINNY_FLOW");
+  if (flow_env && std::string(flow_env) != "0" && std::string(flow_env) != "1" &&
+      std::string(flow_env) != "tp")
+    return invalid_argument(std::string("FOLIO_SKINNY_FLOW=") + flow_env +
+                            " (expected 0, 1 or tp)");
   if (const char* e = std::getenv("FOLIO_TP_FUSED_NORM")) m->fused_tp_norm = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {
     const std::string v = e;
@@ -287,6 +299,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   }
   FOLIO_RETURN_IF_ERROR(cuda_model_supported(m->config));
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));
+  m->skinny_flow = skinny_flow_default(m->config, m->shard.world, flow_env);
   FOLIO_ASSIGN_OR_RETURN(m->info, cuda::device_info(options.device));
   m->kv.num_layers = config.num_layers;
   m->kv.num_kv_heads = m->config.num_kv_heads;

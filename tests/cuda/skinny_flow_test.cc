@@ -85,12 +85,14 @@ std::string name(const FlowCase& c) {
 }
 
 // The Llama-3-8B shape, a last segment of 8 elements, one short segment, and other hidden sizes
-// (multiples of 8, as the skinny kernel needs).
+// (multiples of 8, as the skinny kernel needs). Consumer k of 128 (16 packs: half the warp's lanes
+// have none; a TP rank of the 2-layer fixture) and 1032 (129 packs: lane 0 alone reaches the
+// second segment) hung the warp's ballots before every lane ran the warp's iterations.
 std::vector<FlowCase> cases() {
   std::vector<FlowCase> out;
   for (DType dt : {DType::kBF16, DType::kFP16})
     for (auto [inter, hidden] : {std::pair{14336, 4096}, std::pair{2056, 520}, std::pair{1000, 64},
-                                 std::pair{3072, 1032}})
+                                 std::pair{3072, 1032}, std::pair{128, 128}, std::pair{1032, 256}})
       for (bool norm : {false, true})
         for (bool acc : {false, true}) out.push_back({dt, inter, hidden, norm, acc});
   return out;

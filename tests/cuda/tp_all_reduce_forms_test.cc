@@ -7,7 +7,7 @@
 // - every all-reduce by the two-shot form (FOLIO_PEER_TWO_SHOT_FROM=0) against none
 //   (FOLIO_PEER_TWO_SHOT_FROM=off: one-shot within the staging, NCCL beyond; two ranks' NCCL sum
 //   is the fp32 sum rounded once);
-// - batch 1's gate_up -> down as a SkinnyFlow pair under TP (FOLIO_SKINNY_FLOW=tp) against =0;
+// - batch 1's gate_up -> down as a SkinnyFlow pair under TP (FOLIO_SKINNY_FLOW=1) against =0;
 // - o_proj and down by chunks of rows with each chunk's all-reduce on a second stream
 //   (FOLIO_TP_OVERLAP_*) against the whole product, then the all-reduce: rows are independent,
 //   but a chunk's GEMM may take another cuBLASLt kernel, so logprobs are compared within a
@@ -176,21 +176,20 @@ TEST(TpOverlap, EngineMatchesTheUnchunkedAllReduce) {
 }
 
 // Batch-1 decode (one request) under TP with gate_up -> down as a SkinnyFlow pair
-// (FOLIO_SKINNY_FLOW=tp) against down's PDL wait: the same arithmetic, so the same bits.
+// (FOLIO_SKINNY_FLOW=1) against down's PDL wait: the same arithmetic, so the same bits.
 TEST(TpSkinnyFlow, EngineMatchesThePdlWaitBitForBit) {
   FOLIO_REQUIRE_GPU();
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
   const auto want = run_with({{"FOLIO_SKINNY_FLOW", "0"}}, 256, 1);
-  const auto got = run_with({{"FOLIO_SKINNY_FLOW", "tp"}}, 256, 1);
+  const auto got = run_with({{"FOLIO_SKINNY_FLOW", "1"}}, 256, 1);
   ASSERT_EQ(want.outputs.size(), 1u);
   std::printf("tp2 skinny flow: %zu tokens and logprobs identical\n",
               expect_matching(want, got, 0).tokens);
 }
 
 // A malformed setting fails the engine's creation with the variable named, on one GPU too.
-TEST(TpOverlap, RejectsAMalformedSetting) {
-  FOLIO_REQUIRE_GPU();
-  setenv("FOLIO_TP_OVERLAP_CHUNKS", "four", 1);
+void expect_rejected(const char* var, const char* value) {
+  setenv(var, value, 1);
   EngineConfig c;
   c.num_kv_blocks = 64;
   LoadOptions o;
@@ -198,10 +197,20 @@ TEST(TpOverlap, RejectsAMalformedSetting) {
   o.load_format = "dummy";
   o.model_config_file = std::string(FOLIO_SOURCE_DIR) + "/configs/llama-3-8b.json";
   auto engine = load_engine(o, c);
-  unsetenv("FOLIO_TP_OVERLAP_CHUNKS");
-  ASSERT_FALSE(engine.ok());
-  EXPECT_NE(engine.status().to_string().find("FOLIO_TP_OVERLAP_CHUNKS=four"), std::string::npos)
+  unsetenv(var);
+  ASSERT_FALSE(engine.ok()) << var;
+  EXPECT_NE(engine.status().to_string().find(std::string(var) + "=" + value), std::string::npos)
       << engine.status().to_string();
+}
+
+TEST(TpOverlap, RejectsAMalformedSetting) {
+  FOLIO_REQUIRE_GPU();
+  expect_rejected("FOLIO_TP_OVERLAP_CHUNKS", "four");
+}
+
+TEST(TpSkinnyFlow, RejectsAMalformedSetting) {
+  FOLIO_REQUIRE_GPU();
+  expect_rejected("FOLIO_SKINNY_FLOW", "yes");
 }
 
 }  // namespace

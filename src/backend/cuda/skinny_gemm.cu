@@ -113,7 +113,12 @@ __global__ void __launch_bounds__(32 * kWarps)
     xp[m] = kNorm ? xs_smem + m * packs
                   : reinterpret_cast<const uint4*>(x + static_cast<int64_t>(m) * k);
   float acc[R][M] = {};
-  for (int p = lane; p < packs; p += 32 * U) {
+  // A consumer's lanes all run the warp's iterations: flow_wait's ballots need the whole warp, and
+  // where packs is not a multiple of 32 U a lane past the end would otherwise leave the loop
+  // early (at k 128, lanes 16-31 never entered it and the warp hung). Such a lane loads zeros and
+  // reads no x (the u loop below breaks at once).
+  const int p_end = kFlow == kConsume ? lane + (packs + 32 * U - 1) / (32 * U) * (32 * U) : packs;
+  for (int p = lane; p < p_end; p += 32 * U) {
     uint4 nxt[U][R];
     load(nxt, p + 32 * U);
     if constexpr (kFlow == kConsume) {  // this step's packs [p - lane, + 32 U) of x: warp-uniform
