@@ -60,14 +60,15 @@ Status check_options(const CudaExecutorOptions& o) {
 }
 
 // Batch-1 decode's gate_up -> down as a SkinnyFlow pair (cuda_llama_decode_mlp.cc).
-// FOLIO_SKINNY_FLOW (validated by the caller): 0 off, 1 or tp on at any world size; unset: on
-// under TP where the rank's gate_up is at most 128 MiB. There its grid-completion wait weighs
-// most: 8B -tp 2 (112 MiB per rank) B3 -4.7 to -6.7% on two H200s, while the 70B's 448 MiB rank
-// lost 2.5% and one GPU's 8B (224 MiB) moved +0.4 / -4.6% on two H200s (NOTES.md, sessions 39-40).
-bool skinny_flow_default(const ModelConfig& rank, int world, const char* env) {
+// FOLIO_SKINNY_FLOW (validated by the caller): 0 off, 1 or tp on; unset: on where a rank's
+// gate_up is at most 128 MiB, whatever the world size. There the grid-completion wait the flow
+// removes weighs most: on H200s Llama-3.2-3B on one GPU (96 MiB) -5.7% on B3, the 8B at -tp 2
+// (112 MiB a rank) -4.7 to -6.7%; larger products lose a little (the 8B on one GPU, 224 MiB,
+// +0.4% on two machines of three; the 70B's 448 MiB rank +2.5%). NOTES.md, sessions 39-40.
+bool skinny_flow_default(const ModelConfig& rank, const char* env) {
   if (env) return std::string(env) != "0";
   const double gate_up_bytes = 2.0 * rank.intermediate_size * rank.hidden_size * 2;  // 16-bit
-  return world > 1 && gate_up_bytes <= 128.0 * (1 << 20);
+  return gate_up_bytes <= 128.0 * (1 << 20);
 }
 
 }  // namespace
@@ -299,7 +300,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   }
   FOLIO_RETURN_IF_ERROR(cuda_model_supported(m->config));
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));
-  m->skinny_flow = skinny_flow_default(m->config, m->shard.world, flow_env);
+  m->skinny_flow = skinny_flow_default(m->config, flow_env);
   FOLIO_ASSIGN_OR_RETURN(m->info, cuda::device_info(options.device));
   m->kv.num_layers = config.num_layers;
   m->kv.num_kv_heads = m->config.num_kv_heads;
