@@ -33,7 +33,7 @@ Status CudaLlamaExecutor::Impl::run_decode_mlp(int l, bool& done) {
   return Status();
 }
 
-// Batch 1 where skinny_flow_default chose it: gate_up (+ silu, the problem `up`) then down as a
+// Batch 1 where skinny_flow_enabled chose it: gate_up (+ silu, the problem `up`) then down as a
 // SkinnyFlow pair (skinny_gemm.h): down's warps wait per segment of act, not for gate_up's grid.
 Status CudaLlamaExecutor::Impl::run_skinny_flow(const cuda::SkinnyProblem& up,
                                                 const CudaLayerWeights& w, bool residual) {

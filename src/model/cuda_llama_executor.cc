@@ -232,7 +232,7 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
       pr.norm_weight = w.post_norm;
       pr.norm_eps = eps;
     }
-    // Batch 1: gate_up and down as a SkinnyFlow pair where skinny_flow_default chose it.
+    // Batch 1: gate_up and down as a SkinnyFlow pair where skinny_flow_enabled chose it.
     if (skinny_flow && T == 1 &&
         gemm->routes_to_skinny(T, H, I, act.data(), w.down, x.data())) {
       FOLIO_RETURN_IF_ERROR(run_skinny_flow(pr, w, residual));

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
 #include "model/rope.h"
+#include "model/skinny_flow_policy.h"
 
 namespace folio {
 namespace {
@@ -57,18 +58,6 @@ Status check_options(const CudaExecutorOptions& o) {
   if (o.num_blocks < 0 || o.swap_space_gib < 0)
     return invalid_argument("num_blocks and swap space must be >= 0");
   return Status();
-}
-
-// Batch-1 decode's gate_up -> down as a SkinnyFlow pair (cuda_llama_decode_mlp.cc).
-// FOLIO_SKINNY_FLOW (validated by the caller): 0 off, 1 or tp on; unset: on where a rank's
-// gate_up is at most 128 MiB, whatever the world size. There the grid-completion wait the flow
-// removes weighs most: on H200s Llama-3.2-3B on one GPU (96 MiB) -5.7% on B3, the 8B at -tp 2
-// (112 MiB a rank) -4.7 to -6.7%; larger products lose a little (the 8B on one GPU, 224 MiB,
-// +0.4% on two machines of three; the 70B's 448 MiB rank +2.5%). NOTES.md, sessions 39-40.
-bool skinny_flow_default(const ModelConfig& rank, const char* env) {
-  if (env) return std::string(env) != "0";
-  const double gate_up_bytes = 2.0 * rank.intermediate_size * rank.hidden_size * 2;  // 16-bit
-  return gate_up_bytes <= 128.0 * (1 << 20);
 }
 
 }  // namespace
@@ -274,11 +263,6 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   if (const char* e = std::getenv("FOLIO_FUSED_SILU"))
     m->fused_gate_up_silu = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_DECODE_MLP")) m->decode_mlp = std::string(e) == "1";
-  const char* flow_env = std::getenv("FOLIO_SKINNY_FLOW");
-  if (flow_env && std::string(flow_env) != "0" && std::string(flow_env) != "1" &&
-      std::string(flow_env) != "tp")
-    return invalid_argument(std::string("FOLIO_SKINNY_FLOW=") + flow_env +
-                            " (expected 0, 1 or tp)");
   if (const char* e = std::getenv("FOLIO_TP_FUSED_NORM")) m->fused_tp_norm = std::string(e) != "0";
   if (const char* e = std::getenv("FOLIO_FUSED_NORM")) {
     const std::string v = e;
@@ -300,7 +284,8 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   }
   FOLIO_RETURN_IF_ERROR(cuda_model_supported(m->config));
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));
-  m->skinny_flow = skinny_flow_default(m->config, flow_env);
+  FOLIO_ASSIGN_OR_RETURN(m->skinny_flow,
+                         skinny_flow_enabled(m->config, std::getenv("FOLIO_SKINNY_FLOW")));
   FOLIO_ASSIGN_OR_RETURN(m->info, cuda::device_info(options.device));
   m->kv.num_layers = config.num_layers;
   m->kv.num_kv_heads = m->config.num_kv_heads;

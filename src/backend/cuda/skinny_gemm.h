@@ -89,7 +89,7 @@ Status skinny_gemm_f32(DType dtype, const void* x, const void* w, float* y, int 
 // it, instead of for the producer's whole grid (pdl_wait). The consumer's warps then stream
 // their weights while the producer's last blocks finish. Same arithmetic, same bits. Measured
 // level with the PDL wait on one GPU's B3 (H100, NOTES.md "B3, session 22"), ahead on small
-// products (8B -tp 2): the executor's skinny_flow_default chooses it.
+// products (Llama-3.2-3B, 8B -tp 2): model/skinny_flow_policy.h chooses it.
 // `counters` (device, zeroed once by skinny_flow_init, then never reset: CUDA-graph safe) holds
 // one cumulative count per segment and the consumer's launch count; its launches are numbered
 // from it, so every producer launch with these counters must be followed by exactly one consumer
