@@ -110,8 +110,10 @@ flowcheck() {
   for flow in default 0; do
     echo "== TpAsync tp2 x $reps, FOLIO_SKINNY_FLOW=$flow"
     for ((i = 1; i <= reps; ++i)); do
+      # One log per setting: at most 8 files come back from a device call.
+      echo "== run $i" >>"$OUTDIR/flowcheck-$flow.log"
       flow_env "$flow" timeout 60 "$CARRY/folio_cuda_tests" \
-        --gtest_filter='World/TpAsync*/tp2' >"$OUTDIR/flowcheck-$flow-$i.log" 2>&1
+        --gtest_filter='World/TpAsync*/tp2' >>"$OUTDIR/flowcheck-$flow.log" 2>&1
       echo "run $i exit $?"
     done
   done
