@@ -179,8 +179,8 @@ struct CudaLlamaExecutor::Impl {
   // Batch-1 decode: gate_up (+ silu) and down as a SkinnyFlow pair (skinny_gemm.h), down's warps
   // waiting per segment of act instead of for gate_up's whole grid. On by default for a rank
   // gate_up of at most 128 MiB (B3: Llama-3.2-3B -5.7%, 8B -tp 2 -4.7 to -6.7%),
-  // FOLIO_SKINNY_FLOW=0|1 forces it (skinny_flow_policy.h). One set
-  // of cumulative counters serves every layer: the pairs run one after the other on the stream.
+  // FOLIO_SKINNY_FLOW=0|1 forces it (skinny_flow_policy.h). One set of cumulative counters
+  // serves every layer: the pairs run one after the other on the stream.
   bool skinny_flow = false;
   cuda::DeviceBuffer skinny_flow_counters;
   // Batch-1 decode, one rank, FOLIO_DECODE_MLP=1: o_proj .. down in one persistent launch

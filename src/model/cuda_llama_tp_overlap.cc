@@ -17,10 +17,9 @@
 // so after that wait no peer still reads or writes this rank's x. Every all-reduce of a step
 // runs on one stream at a time, in the same order on every rank, as the peer forms require.
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "backend/cuda/cuda_check.h"
+#include "base/env.h"
 #include "model/cuda_llama_executor_impl.h"
 
 namespace folio {
@@ -29,25 +28,16 @@ namespace {
 // Chunk boundaries on multiples of this many rows (whole GEMM tiles).
 constexpr int kOverlapRowAlign = 64;
 
-// An integer environment variable within [lo, hi]; unset leaves `out` as it is.
-Status read_env_int(const char* name, int lo, int hi, int& out) {
-  const char* e = std::getenv(name);
-  if (!e || !*e) return Status();
-  char* end = nullptr;
-  const long v = std::strtol(e, &end, 10);
-  if (*end != '\0' || v < lo || v > hi)
-    return invalid_argument(std::string(name) + "=" + e + " (expected an integer in [" +
-                            std::to_string(lo) + ", " + std::to_string(hi) + "])");
-  out = static_cast<int>(v);
-  return Status();
-}
-
 }  // namespace
 
 Status CudaLlamaExecutor::Impl::configure_tp_overlap() {
-  FOLIO_RETURN_IF_ERROR(read_env_int("FOLIO_TP_OVERLAP_CHUNKS", 0, 64, tp_overlap_chunks));
-  FOLIO_RETURN_IF_ERROR(read_env_int("FOLIO_TP_OVERLAP_FROM", 1, 1 << 30, tp_overlap_from));
-  return read_env_int("FOLIO_TP_OVERLAP_BLOCKS", 1, cuda::kTwoShotMaxBlocks, tp_overlap_blocks);
+  FOLIO_ASSIGN_OR_RETURN(tp_overlap_chunks,
+                         env_int("FOLIO_TP_OVERLAP_CHUNKS", tp_overlap_chunks, 0, 64));
+  FOLIO_ASSIGN_OR_RETURN(tp_overlap_from,
+                         env_int("FOLIO_TP_OVERLAP_FROM", tp_overlap_from, 1, 1 << 30));
+  FOLIO_ASSIGN_OR_RETURN(tp_overlap_blocks, env_int("FOLIO_TP_OVERLAP_BLOCKS", tp_overlap_blocks, 1,
+                                                    cuda::kTwoShotMaxBlocks));
+  return Status();
 }
 
 bool CudaLlamaExecutor::Impl::tp_overlaps(int tokens) const {

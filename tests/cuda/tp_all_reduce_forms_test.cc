@@ -154,8 +154,7 @@ TEST(TpTwoShot, EngineMatchesOneShotAndNcclBitForBit) {
 
 // Steps of 300-512 tokens (past the fused norm's staging of 2 MiB): 3 chunks of 192 rows at most
 // (the last one short) with the two-shot's grid cut to 8 blocks; 4 chunks by NCCL on the second
-// stream. Against no
-// overlap: the same forms unchunked.
+// stream. Against no overlap: the same forms unchunked.
 TEST(TpOverlap, EngineMatchesTheUnchunkedAllReduce) {
   FOLIO_REQUIRE_GPU();
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";

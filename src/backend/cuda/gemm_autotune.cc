@@ -10,23 +10,10 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_events.h"
+#include "base/env.h"
 #include "base/log.h"
 
 namespace folio::cuda {
-namespace {
-
-Result<int> env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < lo || x > hi)
-    return invalid_argument(std::string(name) + "=" + v + " (expected an integer in [" +
-                            std::to_string(lo) + ", " + std::to_string(hi) + "])");
-  return static_cast<int>(x);
-}
-
-}  // namespace
 
 // "algo 21 tile 18 stages 9 splitK 1 swizzle 0 cluster 2": the cuBLASLt kernel a plan runs, for
 // FOLIO_LOG_LEVEL=debug (to compare the engine's choice with GemmBench's for one shape).
