@@ -11,9 +11,17 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv)
   FOLIO_CHECK(config.validate().ok(), "invalid SchedulerConfig");
 }
 
+int Scheduler::output_budget(const SequenceGroup& g) const {
+  return std::min(g.params.max_tokens, config_.max_model_len - g.prompt_len);
+}
+
 bool Scheduler::before(const SequenceGroup* a, const SequenceGroup* b) const {
   if (config_.policy == SchedulePolicy::kPriority && a->priority != b->priority)
     return a->priority < b->priority;
+  if (config_.policy == SchedulePolicy::kLongestOutputFirst) {
+    const int ka = output_budget(*a), kb = output_budget(*b);
+    if (ka != kb) return ka > kb;
+  }
   return a->arrival < b->arrival;
 }
 

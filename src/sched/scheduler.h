@@ -11,10 +11,11 @@
 //      the group preempts itself;
 //   2. swapped groups are swapped back in (only in a step that preempted nobody);
 //   3. waiting groups are admitted with a prefix-cache lookup (only when nothing is swapped
-//      out and nothing was preempted), stopping at the first that does not fit (FCFS or
-//      priority order: lower priority value first, ties by arrival).
-// Rank everywhere = policy key (arrival, or (priority, arrival)); the preemption victim is the
-// highest key. A request that can never fit is finished with an error, never stalls the queue.
+//      out and nothing was preempted), stopping at the first that does not fit (FCFS,
+//      priority order: lower priority value first, or longest output budget first; ties by
+//      arrival).
+// Rank everywhere = policy key (arrival, (priority, arrival) or (-output budget, arrival)); the
+// preemption victim is the highest key. A request that can never fit is finished with an error, never stalls the queue.
 #pragma once
 
 #include <memory>
@@ -90,6 +91,9 @@ class Scheduler {
   using Queue = std::vector<SequenceGroup*>;
 
   bool before(const SequenceGroup* a, const SequenceGroup* b) const;
+  // Tokens the group may still be asked for at most: max_tokens within max_model_len (lof's key;
+  // fixed for the group's life, so queue order never changes while it waits).
+  int output_budget(const SequenceGroup& g) const;
   void enqueue(Queue& q, SequenceGroup* g);
   static void dequeue(Queue& q, const SequenceGroup* g);
   int seq_capacity() const;  // longest sequence the cache or the model can hold

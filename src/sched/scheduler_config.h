@@ -7,7 +7,12 @@
 
 namespace folio {
 
-enum class SchedulePolicy { kFcfs, kPriority };
+// kFcfs: arrival order. kPriority: lower `priority` first, ties by arrival (vLLM's).
+// kLongestOutputFirst ("lof", SGLang's name): the largest output budget first (max_tokens,
+// capped by max_model_len - prompt), ties by arrival. For offline batches: a long request admitted
+// last decodes alone at the end, so running the long ones first shortens the batch's makespan.
+// A steady stream of long requests can hold short ones back, as with priorities.
+enum class SchedulePolicy { kFcfs, kPriority, kLongestOutputFirst };
 enum class PreemptionMode { kRecompute, kSwap };
 
 struct SchedulerConfig {

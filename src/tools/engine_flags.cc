@@ -41,8 +41,9 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
               "reuse cached prefix blocks (default on)");
   c->add_option("--preemption-mode", f.preemption_mode, "recompute | swap")
       ->check(CLI::IsMember({"recompute", "swap"}));
-  c->add_option("--scheduling-policy", f.scheduling_policy, "fcfs | priority")
-      ->check(CLI::IsMember({"fcfs", "priority"}));
+  c->add_option("--scheduling-policy", f.scheduling_policy,
+                "fcfs | priority | lof (longest output budget first: offline batches)")
+      ->check(CLI::IsMember({"fcfs", "priority", "lof"}));
   c->add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "token budget per step")
       ->check(CLI::PositiveNumber);
   c->add_option("--max-num-seqs", f.max_num_seqs, "sequences per step")->check(CLI::PositiveNumber);
@@ -97,7 +98,15 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.enforce_eager = f.enforce_eager;
   c.sched.preemption_mode =
       f.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
-  c.sched.policy = f.scheduling_policy == "priority" ? SchedulePolicy::kPriority : SchedulePolicy::kFcfs;
+  if (f.scheduling_policy == "fcfs")
+    c.sched.policy = SchedulePolicy::kFcfs;
+  else if (f.scheduling_policy == "priority")
+    c.sched.policy = SchedulePolicy::kPriority;
+  else if (f.scheduling_policy == "lof")
+    c.sched.policy = SchedulePolicy::kLongestOutputFirst;
+  else
+    return invalid_argument("--scheduling-policy must be fcfs, priority or lof, got '" +
+                            f.scheduling_policy + "'");
   c.sched.max_num_batched_tokens = f.max_num_batched_tokens;
   c.sched.max_num_seqs = f.max_num_seqs;
   c.sched.max_model_len = f.max_model_len;  // 0 until the model is known

@@ -81,6 +81,14 @@ TEST(SchedulerRandom, TokenRecompute) {
 TEST(SchedulerRandom, TokenSwap) {
   for (uint32_t s = 1; s <= 8; ++s) run_random(true, PreemptionMode::kSwap, SchedulePolicy::kFcfs, s);
 }
+TEST(SchedulerRandom, PagedRecomputeLongestOutputFirst) {
+  for (uint32_t s = 1; s <= 8; ++s)
+    run_random(false, PreemptionMode::kRecompute, SchedulePolicy::kLongestOutputFirst, s);
+}
+TEST(SchedulerRandom, TokenSwapLongestOutputFirst) {
+  for (uint32_t s = 1; s <= 8; ++s)
+    run_random(true, PreemptionMode::kSwap, SchedulePolicy::kLongestOutputFirst, s);
+}
 
 }  // namespace
 }  // namespace folio

@@ -80,6 +80,48 @@ TEST(Scheduler, PriorityPolicyRunsLowerValuesFirstAndTiesFcfs) {
   EXPECT_EQ(order, (std::vector<GroupId>{13, 11, 10, 12}));
 }
 
+// lof: the largest output budget first (max_tokens within max_model_len), ties by arrival.
+TEST(Scheduler, LongestOutputFirstRunsLargestBudgetsFirstAndTiesFcfs) {
+  auto kv = make_kv(false, 64, 0);
+  SchedulerConfig c = cfg(64, /*max_seqs=*/1, /*max_len=*/32);
+  c.policy = SchedulePolicy::kLongestOutputFirst;
+  Scheduler s(c, *kv);
+  ASSERT_TRUE(s.add_request(req(10, 4, 2)).ok());
+  ASSERT_TRUE(s.add_request(req(11, 4, 5, 10)).ok());
+  ASSERT_TRUE(s.add_request(req(12, 4, 2, 20)).ok());
+  ASSERT_TRUE(s.add_request(req(13, 28, 100, 30)).ok());  // budget 32 - 28 = 4, not 100
+  ASSERT_TRUE(s.add_request(req(14, 4, 3, 40)).ok());
+  std::vector<GroupId> order;  // each group's first scheduled step, in order
+  while (s.has_unfinished()) {
+    SchedulerOutput o = s.schedule();
+    ASSERT_EQ(o.seqs.size(), 1u);
+    if (order.empty() || order.back() != o.seqs[0].group_id) order.push_back(o.seqs[0].group_id);
+    s.update_from_output({{{o.seqs[0].seq_id, 1}}, {}});
+  }
+  EXPECT_EQ(order, (std::vector<GroupId>{11, 13, 14, 10, 12}));
+}
+
+// What lof is for: an offline batch whose longest request arrives last. FCFS admits it when a
+// seat frees and it then decodes alone; lof starts it first and the short ones share the rest.
+TEST(Scheduler, LongestOutputFirstShortensAnOfflineBatch) {
+  auto steps_to_finish = [](SchedulePolicy policy) {
+    SchedulerConfig c = cfg(64, /*max_seqs=*/2);
+    c.policy = policy;
+    FakeEngine e(c, make_kv(false, 64, 0));
+    const int outputs[] = {4, 4, 4, 4, 16};
+    for (int i = 0; i < 5; ++i)
+      EXPECT_TRUE(e.sched().add_request(req(1 + i, 3, outputs[i], 10 * i)).ok());
+    int steps = 0;
+    while (e.step()) ++steps;
+    EXPECT_FALSE(e.sched().has_unfinished());
+    return steps;
+  };
+  const int fcfs = steps_to_finish(SchedulePolicy::kFcfs);
+  const int lof = steps_to_finish(SchedulePolicy::kLongestOutputFirst);
+  EXPECT_EQ(lof, 16);   // the long one from step 1; the four short ones beside it in turn
+  EXPECT_EQ(fcfs, 24);  // two pairs of short ones (8 steps), then the long one's 16
+}
+
 TEST(Scheduler, NeverFittingRequestFailsCleanlyWithoutStallingOthers) {
   auto kv = make_kv(false, 4, 0);  // 16 token slots
   Scheduler s(cfg(64, 64, 64), *kv);

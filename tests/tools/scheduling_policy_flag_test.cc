@@ -1,0 +1,44 @@
+// --scheduling-policy as users type it: fcfs, priority (vLLM's) and lof (SGLang's longest output
+// first) map to SchedulePolicy; any other value fails the command line and the config.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/engine_flags.h"
+
+namespace folio {
+namespace {
+
+TEST(SchedulingPolicyFlag, NamesMapToThePolicy) {
+  EXPECT_EQ(tools::EngineFlags{}.scheduling_policy, "fcfs");
+  for (const auto& [name, want] : std::vector<std::pair<std::string, SchedulePolicy>>{
+           {"fcfs", SchedulePolicy::kFcfs},
+           {"priority", SchedulePolicy::kPriority},
+           {"lof", SchedulePolicy::kLongestOutputFirst}}) {
+    CLI::App app;
+    tools::EngineFlags f;
+    tools::add_engine_flags(&app, f, /*model_required=*/false);
+    app.parse("--scheduling-policy " + name, /*program_name_included=*/false);
+    auto c = tools::to_engine_config(f);
+    ASSERT_TRUE(c.ok()) << name << ": " << c.status().to_string();
+    EXPECT_EQ(c->sched.policy, want) << name;
+  }
+}
+
+TEST(SchedulingPolicyFlag, OtherNamesAreErrors) {
+  CLI::App app;
+  tools::EngineFlags f;
+  tools::add_engine_flags(&app, f, /*model_required=*/false);
+  EXPECT_THROW(app.parse("--scheduling-policy sjf", /*program_name_included=*/false),
+               CLI::ValidationError);
+  tools::EngineFlags g;
+  g.scheduling_policy = "LOF";  // set without the command line: the config still refuses it
+  auto c = tools::to_engine_config(g);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("--scheduling-policy"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace folio
