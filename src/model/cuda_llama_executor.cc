@@ -204,7 +204,8 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
   FOLIO_RETURN_IF_ERROR(decode        ? cuda::decode_attention(p, *decode, workspace, stream)
                         : split_mixed ? step_attention(p)
                                       : cuda::prefill_attention(p, *prefill, stream));
-  mark(decode ? "attn_decode" : "attn_prefill");
+  // step_attention marks each of its groups (a mixed step's decode rows as attn_decode).
+  if (decode || !split_mixed) mark(decode ? "attn_decode" : "attn_prefill");
   if (decode && T == 1 && shard.world == 1 && decode_mlp && fused_gate_up_silu) {
     bool done = false;
     FOLIO_RETURN_IF_ERROR(run_decode_mlp(l, done));

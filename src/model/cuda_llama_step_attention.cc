@@ -17,7 +17,8 @@
 // The groups, the scratch block table (ForwardBatch's CSR layout) and the (cache block, scratch
 // block) pairs are planned once per step on the host and uploaded in one copy; every layer
 // reuses them: per layer, one launch per decode group, two (dequantize, attend) per prefill
-// group of an fp8 cache.
+// group of an fp8 cache. Under FOLIO_CUDA_STAGE_TIMES each launch is its own stage (attn_decode,
+// kv_dequant, attn_prefill), so a mixed step's decode rows count as decode attention.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -134,18 +135,21 @@ Status CudaLlamaExecutor::Impl::step_attention(const cuda::PagedAttentionParams&
     if (g.decode) {
       FOLIO_RETURN_IF_ERROR(
           cuda::decode_attention(gp, g.decode_plan, attn_workspace.data(), stream));
+      mark("attn_decode");
       continue;
     }
     if (kv_fp8()) {
       FOLIO_RETURN_IF_ERROR(cuda::dequant_kv_blocks(
           dt, p.k_cache, p.v_cache, fp8_scratch_k.data(), fp8_scratch_v.data(), block_elems,
           fp8_pairs + g.pair_begin, g.pair_end - g.pair_begin, stream));
+      mark("kv_dequant");
       gp.kv_dtype = KvCacheDtype::kAuto;
       gp.k_cache = fp8_scratch_k.data();
       gp.v_cache = fp8_scratch_v.data();
       gp.block_table = fp8_table;
     }
     FOLIO_RETURN_IF_ERROR(cuda::prefill_attention(gp, g.prefill_plan, stream));
+    mark("attn_prefill");
   }
   return Status();
 }
