@@ -67,7 +67,7 @@ bench() {
     --workload bench/workloads/sharegpt_like_1000.jsonl --num-prompts "$2" --request-rate "$1" \
     --vocab-size "${VOCAB:-128256}" --output-json "$out/$3.json" >"$logs/$3.txt" 2>&1
   echo "== rate $1, $2 prompts, seed $seed: exit $?"
-  grep -E 'Successful|Failed|duration|throughput|ttft|tpot|itl|e2el|rror' "$logs/$3.txt"
+  grep -E 'Successful|Failed|duration|throughput|ttft|tpot|itl|e2el|Prefix|warning|rror' "$logs/$3.txt"
 }
 
 read -r -a serve_flags <<<"${SERVE_FLAGS:-}"

@@ -22,13 +22,16 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(net::io_context& ioc, StreamingPost request, StreamCallbacks cb)
       : stream_(ioc), cb_(std::move(cb)), timeout_(request.timeout) {
-    req_ = http::request<http::string_body>(http::verb::post, request.target, 11);
+    req_ = http::request<http::string_body>(request.get ? http::verb::get : http::verb::post,
+                                            request.target, 11);
     req_.set(http::field::host, request.host_header);
     req_.set(http::field::user_agent, "folio-bench");
-    req_.set(http::field::content_type, "application/json");
-    req_.set(http::field::accept, "text/event-stream");
+    if (!request.get) {
+      req_.set(http::field::content_type, "application/json");
+      req_.set(http::field::accept, "text/event-stream");
+      req_.body() = std::move(request.body);
+    }
     for (const auto& [k, v] : request.headers) req_.set(k, v);
-    req_.body() = std::move(request.body);
     req_.prepare_payload();
     parser_.body_limit(std::uint64_t{1} << 40);  // pieces are taken out as they arrive
     parser_.eager(true);

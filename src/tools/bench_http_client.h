@@ -37,6 +37,7 @@ struct StreamingPost {
   std::string target;  // "/v1/completions" (base_path already prefixed)
   std::string host_header;
   std::string body;
+  bool get = false;  // a GET without a body instead (the server's /metrics)
   std::vector<std::pair<std::string, std::string>> headers;  // e.g. Authorization
   std::chrono::milliseconds timeout{600000};                // the whole exchange
 };

@@ -8,6 +8,7 @@
 
 #include "tools/bench_arrivals.h"
 #include "tools/bench_http_client.h"
+#include "tools/bench_prefix_cache.h"
 #include "tools/bench_sse.h"
 
 namespace folio::tools {
@@ -56,7 +57,7 @@ class LoadGenerator {
         records_[i].error = "did not finish within the run limit of " +
                             std::to_string(c_.max_duration_s) + " s";
       }
-    return {std::move(records_), seconds(last_done_ - t0_)};
+    return {std::move(records_), seconds(last_done_ - t0_), std::nullopt};
   }
 
  private:
@@ -169,11 +170,26 @@ Result<ServeBenchResult> run_serve_benchmark(const ServeBenchConfig& config) {
   if (config.workload.empty()) return invalid_argument("the workload has no requests");
   net::io_context ioc;
   FOLIO_ASSIGN_OR_RETURN(Endpoints endpoints, resolve(ioc, url));
-  LoadGenerator gen(config, url, ioc, std::move(endpoints));
+  // The server's prefix-cache counters before and after, outside the timed window; a server
+  // without them (or without /metrics) leaves the figures out.
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!config.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + config.api_key);
+  auto counters = [&]() -> std::optional<PrefixCacheCounters> {
+    auto text = fetch_metrics_text(url, endpoints, headers, std::chrono::seconds(10));
+    return text.ok() ? parse_prefix_cache_counters(*text) : std::nullopt;
+  };
+  const std::optional<PrefixCacheCounters> before = counters();
+  LoadGenerator gen(config, url, ioc, endpoints);
   gen.start();
   ioc.run_for(std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(config.max_duration_s)));
-  return gen.finish();
+  ServeBenchResult result = gen.finish();
+  if (before) {
+    if (const std::optional<PrefixCacheCounters> after = counters())
+      result.prefix_cache = PrefixCacheCounters{after->queries - before->queries,
+                                                after->hits - before->hits};
+  }
+  return result;
 }
 
 }  // namespace folio::tools

@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "tools/bench_prefix_cache.h"
 #include "tools/bench_serve_metrics.h"
 #include "tools/bench_workload.h"
 
@@ -34,6 +36,9 @@ struct ServeBenchConfig {
 struct ServeBenchResult {
   std::vector<RequestRecord> records;  // in workload order
   double duration_s = 0.0;             // start to the last completion
+  // The server's prefix-cache tokens queried and hit during the run (its /metrics counters
+  // after minus before); nullopt where the server exposes neither folio's nor vLLM's counters.
+  std::optional<PrefixCacheCounters> prefix_cache;
 };
 
 // Fails only on setup errors (bad URL, unresolvable host); a request that fails is a record.

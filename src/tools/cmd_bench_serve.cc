@@ -88,6 +88,14 @@ int run(ServeBenchFlags f) {
   }
   nlohmann::json j = serve_metrics_json(result->records, result->duration_s);
   print_result(j);
+  if (const auto& pc = result->prefix_cache) {
+    j["prefix_cache_query_tokens"] = static_cast<int64_t>(pc->queries);
+    j["prefix_cache_hit_tokens"] = static_cast<int64_t>(pc->hits);
+    std::printf("Prefix cache hit tokens:                 %.0f of %.0f queried\n", pc->hits,
+                pc->queries);
+    if (auto w = prefix_cache_warning(*pc, j["total_input_tokens"].get<int64_t>()))
+      std::cerr << "folio bench serve: warning: " << *w << "\n";
+  }
   if (!f.output_json.empty()) {
     j.update(run_metadata(f.gpu_name));
     j["benchmark"] = "serve";

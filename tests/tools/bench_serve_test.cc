@@ -113,6 +113,31 @@ TEST(BenchServe, AllRequestsCompleteWithSaneMetrics) {
   EXPECT_LE(j["p99_ttft_ms"].get<double>(), j["p99_e2el_ms"].get<double>());
 }
 
+// The server's prefix-cache counters around each run: a second run with the same seed sends the
+// same prompts, and the hits it reports (and warns about) are the first run's cached blocks.
+TEST(BenchServe, ReportsPrefixCacheHitsOfARepeatedSeed) {
+  LiveFolio live;
+  ASSERT_TRUE(live.server);
+  auto c = small_config(live.url);
+  c.workload = fixed_workload(40, 2, 20);  // two full 16-token blocks per prompt can hit
+  auto first = run_serve_benchmark(c);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ASSERT_TRUE(first->prefix_cache.has_value());
+  EXPECT_GT(first->prefix_cache->queries, 0.0);
+  EXPECT_EQ(first->prefix_cache->hits, 0.0);  // random prompts share no block
+  auto second = run_serve_benchmark(c);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  ASSERT_TRUE(second->prefix_cache.has_value());
+  EXPECT_GE(second->prefix_cache->hits, 20.0 * 32);
+  EXPECT_GE(second->prefix_cache->queries, second->prefix_cache->hits);
+  EXPECT_TRUE(prefix_cache_warning(*second->prefix_cache, 20 * 40).has_value());
+  c.seed = 6;  // new prompts: no hits again
+  auto third = run_serve_benchmark(c);
+  ASSERT_TRUE(third.ok());
+  ASSERT_TRUE(third->prefix_cache.has_value());
+  EXPECT_EQ(third->prefix_cache->hits, 0.0);
+}
+
 TEST(BenchServe, InfiniteRateNoCap) {
   LiveFolio live;
   ASSERT_TRUE(live.server);
@@ -192,6 +217,10 @@ TEST(BenchServe, CommandLineWritesTheReport) {
   for (const char* k : {"p99_ttft_ms", "median_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "commit",
                         "date", "command", "gpu_name"})
     EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_NE(text.str().find("Prefix cache hit tokens:"), std::string::npos);
+  EXPECT_EQ(j["prefix_cache_hit_tokens"], 0);  // 12-token prompts fill no block to reuse
+  EXPECT_GE(j["prefix_cache_query_tokens"].get<int64_t>(), 0);
+  EXPECT_EQ(text.str().find("warning"), std::string::npos) << text.str();
 }
 
 }  // namespace
