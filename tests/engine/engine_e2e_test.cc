@@ -86,6 +86,7 @@ struct PoolCase {
   int block_size;
   PreemptionMode preemption;
   bool prefix;
+  SchedulePolicy policy = SchedulePolicy::kFcfs;
 };
 
 TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
@@ -105,6 +106,11 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
       for (int bs : {1, 4, 16}) cases.push_back({KvCacheMode::kPaged, bs, pre, prefix});
       cases.push_back({KvCacheMode::kToken, 1, pre, prefix});
     }
+  // lof reorders admission and picks other victims: the order changes, no request's tokens do.
+  cases.push_back({KvCacheMode::kPaged, 4, PreemptionMode::kRecompute, true,
+                   SchedulePolicy::kLongestOutputFirst});
+  cases.push_back({KvCacheMode::kToken, 1, PreemptionMode::kSwap, false,
+                   SchedulePolicy::kLongestOutputFirst});
   for (const auto& pc : cases) {
     EngineConfig c;
     c.kv_mode = pc.mode;
@@ -115,6 +121,7 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
     c.max_total_tokens = tokens;
     c.enable_prefix_caching = pc.prefix;
     c.sched.preemption_mode = pc.preemption;
+    c.sched.policy = pc.policy;
     c.sched.max_num_batched_tokens = 48;
     c.swap_space_gib = pc.preemption == PreemptionMode::kSwap ? 1.0 / 1024 : 0.0;
     auto engine = make_engine(model, c);
@@ -123,7 +130,8 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
     const std::string what = std::string(pc.mode == KvCacheMode::kToken ? "token" : "paged") +
                              " bs=" + std::to_string(pc.block_size) +
                              (pc.preemption == PreemptionMode::kSwap ? " swap" : " recompute") +
-                             (pc.prefix ? " prefix" : " no-prefix");
+                             (pc.prefix ? " prefix" : " no-prefix") +
+                             (pc.policy == SchedulePolicy::kLongestOutputFirst ? " lof" : "");
     EXPECT_EQ(got, ref) << what;
     EXPECT_GT(engine->scheduler().stats().num_preemptions, 0) << what;
     EXPECT_EQ(engine->kv().num_free_blocks(), engine->kv().num_total_blocks()) << what;
