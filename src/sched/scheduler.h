@@ -15,7 +15,8 @@
 //      priority order: lower priority value first, or longest output budget first; ties by
 //      arrival).
 // Rank everywhere = policy key (arrival, (priority, arrival) or (-output budget, arrival)); the
-// preemption victim is the highest key. A request that can never fit is finished with an error, never stalls the queue.
+// preemption victim is the highest key. A request that can never fit is finished with an error,
+// never stalls the queue.
 #pragma once
 
 #include <memory>
