@@ -122,16 +122,23 @@ struct Batch {
   DeviceBuffer d_qs, d_ctx, d_bts, d_bt;
 };
 
-inline Batch make_batch(int batch, int context, int q_len, int block_size, std::mt19937& rng) {
+// A paged batch of sequences with context lengths `lens` (q_len query rows each), their blocks
+// spread over the cache in a random order.
+inline Batch make_batch_lens(const std::vector<int>& lens, int q_len, int block_size,
+                             std::mt19937& rng) {
   Batch b;
-  const int per = (context + block_size - 1) / block_size;
-  std::vector<int32_t> phys(static_cast<size_t>(per) * batch);
+  size_t total = 0;
+  for (int len : lens) total += static_cast<size_t>((len + block_size - 1) / block_size);
+  std::vector<int32_t> phys(total);
   std::iota(phys.begin(), phys.end(), 0);
   std::shuffle(phys.begin(), phys.end(), rng);
-  for (int s = 0; s < batch; ++s) {
+  size_t at = 0;
+  for (int len : lens) {
+    const size_t per = static_cast<size_t>((len + block_size - 1) / block_size);
     b.qs.push_back(b.qs.back() + q_len);
-    b.ctx.push_back(context);
-    b.bt.insert(b.bt.end(), phys.begin() + s * per, phys.begin() + (s + 1) * per);
+    b.ctx.push_back(len);
+    b.bt.insert(b.bt.end(), phys.begin() + at, phys.begin() + at + per);
+    at += per;
     b.bts.push_back(static_cast<int32_t>(b.bt.size()));
   }
   b.d_qs = testing::upload_raw(b.qs);
@@ -139,6 +146,11 @@ inline Batch make_batch(int batch, int context, int q_len, int block_size, std::
   b.d_bts = testing::upload_raw(b.bts);
   b.d_bt = testing::upload_raw(b.bt);
   return b;
+}
+
+inline Batch make_batch(int batch, int context, int q_len, int block_size, std::mt19937& rng) {
+  return make_batch_lens(std::vector<int>(static_cast<size_t>(batch), context), q_len, block_size,
+                         rng);
 }
 
 // Median over 20 runs of the events around f(). With `before` (the queued method), before() is
