@@ -241,6 +241,11 @@ SchedulerOutput Scheduler::schedule() {
   preempted_this_step_ = false;
 
   schedule_running(out, /*prefill_pass=*/false);
+  if (config_.decode_rows_longest_first)  // the decode pass's rows: start_pos + 1 is the context
+    std::stable_sort(out.seqs.begin(), out.seqs.end(),
+                     [](const ScheduledSeq& a, const ScheduledSeq& b) {
+                       return a.start_pos + a.num_tokens() > b.start_pos + b.num_tokens();
+                     });
   schedule_running(out, /*prefill_pass=*/true);
   if (!preempted_this_step_) schedule_swapped(out);
   if (!preempted_this_step_ && swapped_.empty()) schedule_waiting(out);

@@ -22,6 +22,14 @@ struct SchedulerConfig {
   SchedulePolicy policy = SchedulePolicy::kFcfs;
   PreemptionMode preemption_mode = PreemptionMode::kRecompute;
   bool enable_chunked_prefill = true;
+  // A step's decode rows ordered by context length, longest first (ties in queue order) instead
+  // of queue order. The decode kernels dispatch one block per (sequence, KV head) in row order,
+  // so over uneven contexts a long sequence whose blocks start last decides when the launch
+  // ends; longest first is LPT scheduling of those blocks (a simulation of B1's lengths on 264
+  // resident blocks: 64-66% of the ideal makespan in queue order, 98-99% longest first; NOTES.md,
+  // session 41). Results are keyed by sequence id, so outputs do not change. Off by default until
+  // measured on a GPU (FOLIO_DECODE_ROWS=longest-first turns it on).
+  bool decode_rows_longest_first = false;
 
   Status validate() const;
 };

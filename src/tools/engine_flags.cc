@@ -1,5 +1,8 @@
 #include "tools/engine_flags.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace folio::tools {
 
 void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
@@ -111,6 +114,14 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.sched.max_num_seqs = f.max_num_seqs;
   c.sched.max_model_len = f.max_model_len;  // 0 until the model is known
   c.sched.enable_chunked_prefill = f.enable_chunked_prefill;
+  // A measuring switch (SchedulerConfig::decode_rows_longest_first), read here so that the
+  // scheduler itself stays free of the environment.
+  if (const char* rows = std::getenv("FOLIO_DECODE_ROWS"); rows != nullptr && *rows != '\0') {
+    const std::string v(rows);
+    if (v != "longest-first" && v != "queue")
+      return invalid_argument("FOLIO_DECODE_ROWS must be longest-first or queue, got '" + v + "'");
+    c.sched.decode_rows_longest_first = v == "longest-first";
+  }
   c.max_logprobs = f.max_logprobs;
   c.seed = f.seed;
   c.log_every_steps = f.log_every;

@@ -1,10 +1,12 @@
-// Decode attention over B1-like context lengths, run only when FOLIO_CUDA_BENCH=1 (prints figures,
-// asserts nothing about speed). Session 41's stage times put B1's attention at ~51-55% of the
-// copy rate, against 90% in B2's long, equal contexts; this times one decode step's attention
-// alone to check that in isolation: S sequences drawn from bench/workloads/sharegpt_like_1000.jsonl,
-// each at a uniform point of its output (context = prompt + t, t in [1, output_len]), against the
-// same tokens as S equal contexts. bf16, head_dim 128, 32 q / 8 KV heads, page 16, the eager
-// planner's default plan, queued behind an L2 eviction (attention_bench_util.h's method).
+// Decode attention over B1-like context lengths, run only when FOLIO_CUDA_BENCH=1 (prints
+// figures, asserts nothing about speed). Session 41's stage times put B1's attention at ~51-55% of
+// the copy rate, against 90% in B2's long, equal contexts; this times one decode step's attention
+// alone: S sequences drawn from bench/workloads/sharegpt_like_1000.jsonl, each at a uniform point
+// of its output (context = prompt + t, t in [1, output_len]); the same rows longest first (what
+// FOLIO_DECODE_ROWS=longest-first makes the scheduler emit); and the same tokens as S equal
+// contexts. bf16, head_dim 128, 32 q / 8 KV heads, page 16, the eager planner's default plan,
+// queued behind an L2 eviction (attention_bench_util.h's method).
+#include <functional>
 #include <fstream>
 
 #include "attention_bench_util.h"
@@ -103,6 +105,11 @@ TEST(AttentionBench, K1UnevenContexts) {
     const int hi = *std::max_element(lens.begin(), lens.end());
     std::printf("K1 uneven b%d: contexts %d..%d, mean %d\n", seats, lo, hi, mean);
     time_lens("B1-like", lens);
+    // The rows as FOLIO_DECODE_ROWS=longest-first orders them (SchedulerConfig::
+    // decode_rows_longest_first): the blocks of long contexts dispatched first.
+    std::vector<int> sorted = lens;
+    std::stable_sort(sorted.begin(), sorted.end(), std::greater<int>());
+    time_lens("B1-like, longest first", sorted);
     time_lens("equal (the mean)", std::vector<int>(static_cast<size_t>(seats), mean));
   }
 }

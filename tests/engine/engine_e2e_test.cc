@@ -87,6 +87,7 @@ struct PoolCase {
   PreemptionMode preemption;
   bool prefix;
   SchedulePolicy policy = SchedulePolicy::kFcfs;
+  bool longest_first = false;  // SchedulerConfig::decode_rows_longest_first
 };
 
 TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
@@ -111,6 +112,11 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
                    SchedulePolicy::kLongestOutputFirst});
   cases.push_back({KvCacheMode::kToken, 1, PreemptionMode::kSwap, false,
                    SchedulePolicy::kLongestOutputFirst});
+  // Decode rows by context length: other rows, the same tokens per request.
+  cases.push_back({KvCacheMode::kPaged, 16, PreemptionMode::kRecompute, true,
+                   SchedulePolicy::kFcfs, true});
+  cases.push_back({KvCacheMode::kPaged, 4, PreemptionMode::kSwap, false, SchedulePolicy::kFcfs,
+                   true});
   for (const auto& pc : cases) {
     EngineConfig c;
     c.kv_mode = pc.mode;
@@ -122,6 +128,7 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
     c.enable_prefix_caching = pc.prefix;
     c.sched.preemption_mode = pc.preemption;
     c.sched.policy = pc.policy;
+    c.sched.decode_rows_longest_first = pc.longest_first;
     c.sched.max_num_batched_tokens = 48;
     c.swap_space_gib = pc.preemption == PreemptionMode::kSwap ? 1.0 / 1024 : 0.0;
     auto engine = make_engine(model, c);
@@ -131,7 +138,8 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
                              " bs=" + std::to_string(pc.block_size) +
                              (pc.preemption == PreemptionMode::kSwap ? " swap" : " recompute") +
                              (pc.prefix ? " prefix" : " no-prefix") +
-                             (pc.policy == SchedulePolicy::kLongestOutputFirst ? " lof" : "");
+                             (pc.policy == SchedulePolicy::kLongestOutputFirst ? " lof" : "") +
+                             (pc.longest_first ? " longest-first rows" : "");
     EXPECT_EQ(got, ref) << what;
     EXPECT_GT(engine->scheduler().stats().num_preemptions, 0) << what;
     EXPECT_EQ(engine->kv().num_free_blocks(), engine->kv().num_total_blocks()) << what;

@@ -122,6 +122,30 @@ TEST(Scheduler, LongestOutputFirstShortensAnOfflineBatch) {
   EXPECT_EQ(fcfs, 24);  // two pairs of short ones (8 steps), then the long one's 16
 }
 
+// decode_rows_longest_first: a step's decode rows by context length, longest first (ties in
+// queue order), then the prefill rows as before; off, the decodes keep queue order.
+TEST(Scheduler, DecodeRowsLongestFirstOrdersOnlyTheDecodes) {
+  for (bool longest_first : {false, true}) {
+    SchedulerConfig c = cfg(256);
+    c.decode_rows_longest_first = longest_first;
+    FakeEngine e(c, make_kv(false, 64, 0));
+    const int prompts[] = {5, 20, 9, 20, 14};
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(e.sched().add_request(req(1 + i, prompts[i], 8, 40 * i)).ok());
+    ASSERT_TRUE(e.step());  // every prompt in one step: all five decode next
+    ASSERT_TRUE(e.sched().add_request(req(9, 30, 4, 300)).ok());
+    SchedulerOutput o = e.sched().schedule();
+    std::vector<GroupId> order;
+    for (const auto& x : o.seqs) order.push_back(x.group_id);
+    ASSERT_EQ(order.size(), 6u);
+    EXPECT_EQ(o.seqs.back().num_tokens(), 30);  // the prefill stays after the decodes
+    if (longest_first)
+      EXPECT_EQ(order, (std::vector<GroupId>{2, 4, 5, 3, 1, 9}));  // 21, 21, 15, 10, 6
+    else
+      EXPECT_EQ(order, (std::vector<GroupId>{1, 2, 3, 4, 5, 9}));
+  }
+}
+
 TEST(Scheduler, NeverFittingRequestFailsCleanlyWithoutStallingOthers) {
   auto kv = make_kv(false, 4, 0);  // 16 token slots
   Scheduler s(cfg(64, 64, 64), *kv);

@@ -2,6 +2,7 @@
 // first) map to SchedulePolicy; any other value fails the command line and the config.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,29 @@ TEST(SchedulingPolicyFlag, OtherNamesAreErrors) {
   auto c = tools::to_engine_config(g);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("--scheduling-policy"), std::string::npos);
+}
+
+// FOLIO_DECODE_ROWS, the measuring switch of SchedulerConfig::decode_rows_longest_first.
+TEST(SchedulingPolicyFlag, DecodeRowsFromTheEnvironment) {
+  auto rows = [](const char* v) {
+    if (v) setenv("FOLIO_DECODE_ROWS", v, 1);
+    else unsetenv("FOLIO_DECODE_ROWS");
+    auto c = tools::to_engine_config(tools::EngineFlags{});
+    unsetenv("FOLIO_DECODE_ROWS");
+    return c;
+  };
+  auto unset = rows(nullptr);
+  ASSERT_TRUE(unset.ok());
+  EXPECT_FALSE(unset->sched.decode_rows_longest_first);
+  auto on = rows("longest-first");
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(on->sched.decode_rows_longest_first);
+  auto queue = rows("queue");
+  ASSERT_TRUE(queue.ok());
+  EXPECT_FALSE(queue->sched.decode_rows_longest_first);
+  auto bad = rows("longest");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("FOLIO_DECODE_ROWS"), std::string::npos);
 }
 
 }  // namespace
