@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>  // environ
+
 namespace folio::tools {
 
 std::string build_commit() {
@@ -58,11 +60,23 @@ std::string process_command_line() {
   return out;
 }
 
+nlohmann::json folio_environment() {
+  nlohmann::json out = nlohmann::json::object();  // nlohmann's object keeps keys sorted
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || kv.compare(0, 6, "FOLIO_") != 0) continue;
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
 nlohmann::json run_metadata(const std::string& gpu_name) {
   return {{"gpu_name", gpu_name},
           {"commit", build_commit()},
           {"date", utc_now_iso8601()},
-          {"command", process_command_line()}};
+          {"command", process_command_line()},
+          {"environment", folio_environment()}};
 }
 
 Status write_json_file(const std::string& path, const nlohmann::json& j) {

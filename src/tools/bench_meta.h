@@ -1,6 +1,6 @@
 // What every benchmark result carries besides its figures, so a number can be traced to the
 // machine, the code and the command that produced it (docs/performance.md): gpu_name, commit,
-// date and command; and writing a result file.
+// date, command and the FOLIO_* environment; and writing a result file.
 #pragma once
 
 #include <string>
@@ -23,7 +23,12 @@ std::string utc_now_iso8601();
 // single-quoted when they hold shell metacharacters; "" when unavailable.
 std::string process_command_line();
 
-// {"gpu_name", "commit", "date", "command"}.
+// The FOLIO_* environment variables set in this process, {name: value} (sorted by name): the
+// measuring switches (FOLIO_DECODE_ROWS, FOLIO_TC_RING, ...) that an A/B run's command line
+// does not show.
+nlohmann::json folio_environment();
+
+// {"gpu_name", "commit", "date", "command", "environment"}.
 nlohmann::json run_metadata(const std::string& gpu_name);
 
 // The host loop's share, from the engine's step timers: {"model_steps", "mean_step_ms",
