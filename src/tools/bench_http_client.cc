@@ -20,7 +20,7 @@ constexpr size_t kMaxErrorBody = 2048;  // of a non-200 body, kept for the error
 // handlers in flight (shared_from_this); on_done fires once, from finish().
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(net::io_context& ioc, StreamingPost request, StreamCallbacks cb)
+  Session(net::io_context& ioc, StreamingRequest request, StreamCallbacks cb)
       : stream_(ioc), cb_(std::move(cb)), timeout_(request.timeout) {
     req_ = http::request<http::string_body>(request.get ? http::verb::get : http::verb::post,
                                             request.target, 11);
@@ -169,8 +169,8 @@ Result<Endpoints> resolve(net::io_context& ioc, const BaseUrl& url) {
   return eps;
 }
 
-void start_streaming_post(net::io_context& ioc, const Endpoints& endpoints,
-                          StreamingPost request, StreamCallbacks callbacks) {
+void start_streaming_request(net::io_context& ioc, const Endpoints& endpoints,
+                             StreamingRequest request, StreamCallbacks callbacks) {
   std::make_shared<Session>(ioc, std::move(request), std::move(callbacks))->start(endpoints);
 }
 

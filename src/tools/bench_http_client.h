@@ -1,9 +1,9 @@
 // A small streaming HTTP/1.1 client for the serving benchmark (Boost.Beast over Asio): many
-// POSTs in flight on one io_context, each on its own connection, each bounded by a deadline,
+// requests (POSTs of completions; a GET of the server's /metrics) in flight on one io_context, each on its own connection, each bounded by a deadline,
 // the response body handed over as it arrives (chunked transfer decoded) so the caller can
 // timestamp every server-sent event. Plain http only (benchmarks run beside the server).
 //
-// Threading: a request's callbacks run on the io_context's thread(s); start_streaming_post()
+// Threading: a request's callbacks run on the io_context's thread(s); start_streaming_request()
 // must be called from that thread or before run().
 #pragma once
 
@@ -33,11 +33,11 @@ using Endpoints = boost::asio::ip::tcp::resolver::results_type;
 // Resolves once, before the benchmark starts (no DNS inside the timed window).
 Result<Endpoints> resolve(boost::asio::io_context& ioc, const BaseUrl& url);
 
-struct StreamingPost {
+struct StreamingRequest {
   std::string target;  // "/v1/completions" (base_path already prefixed)
   std::string host_header;
-  std::string body;
-  bool get = false;  // a GET without a body instead (the server's /metrics)
+  std::string body;  // a POST's JSON body
+  bool get = false;  // a GET without a body instead of the POST (the server's /metrics)
   std::vector<std::pair<std::string, std::string>> headers;  // e.g. Authorization
   std::chrono::milliseconds timeout{600000};                // the whole exchange
 };
@@ -50,7 +50,7 @@ struct StreamCallbacks {
   std::function<void(Status)> on_done;
 };
 
-void start_streaming_post(boost::asio::io_context& ioc, const Endpoints& endpoints,
-                          StreamingPost request, StreamCallbacks callbacks);
+void start_streaming_request(boost::asio::io_context& ioc, const Endpoints& endpoints,
+                             StreamingRequest request, StreamCallbacks callbacks);
 
 }  // namespace folio::tools

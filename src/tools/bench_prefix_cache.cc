@@ -56,18 +56,18 @@ Result<std::string> fetch_metrics_text(const BaseUrl& url, const Endpoints& endp
                                        const std::vector<std::pair<std::string, std::string>>& headers,
                                        std::chrono::milliseconds timeout) {
   boost::asio::io_context ioc;
-  StreamingPost get;
-  get.get = true;
-  get.target = url.base_path + "/metrics";
-  get.host_header = url.host + ":" + url.port;
-  get.headers = headers;
-  get.timeout = timeout;
+  StreamingRequest request;
+  request.get = true;
+  request.target = url.base_path + "/metrics";
+  request.host_header = url.host + ":" + url.port;
+  request.headers = headers;
+  request.timeout = timeout;
   std::string body;
   Status done = internal_error("GET /metrics did not finish");
   StreamCallbacks cb;
   cb.on_body = [&body](std::string_view piece) { body.append(piece); };
   cb.on_done = [&done](Status s) { done = std::move(s); };
-  start_streaming_post(ioc, endpoints, std::move(get), std::move(cb));
+  start_streaming_request(ioc, endpoints, std::move(request), std::move(cb));
   ioc.run();  // the request's own deadline bounds it
   if (!done.ok()) return done;
   return body;

@@ -89,7 +89,7 @@ class LoadGenerator {
     st->sent = Clock::now();
     records_[i].send_time_s = seconds(st->sent - t0_);
     records_[i].prompt_len = c_.workload[i].input_len;
-    StreamingPost post;
+    StreamingRequest post;
     post.target = url_.base_path + c_.endpoint;
     post.host_header = url_.host + ":" + url_.port;
     post.body = bodies_[i];
@@ -98,7 +98,7 @@ class LoadGenerator {
     StreamCallbacks cb;
     cb.on_body = [this, i, st](std::string_view bytes) { on_body(i, *st, bytes); };
     cb.on_done = [this, i, st](Status s) { on_done(i, *st, std::move(s)); };
-    start_streaming_post(ioc_, endpoints_, std::move(post), std::move(cb));
+    start_streaming_request(ioc_, endpoints_, std::move(post), std::move(cb));
   }
 
   void on_body(size_t i, StreamState& st, std::string_view bytes) {

@@ -28,19 +28,15 @@ TEST(AttentionBench, K1Decode) {
   std::printf("device: %s, %d SMs\n", info->name.c_str(), info->num_sms);
   // The floor the K1 targets are stated against: a device-to-device copy of 1 GiB, counted as
   // bytes read + bytes written (the kernels' figure below counts the K/V bytes they read).
-  const size_t copy_bytes = size_t{1} << 30;
-  const double copy_us = median_us(
-      [&] { (void)cudaMemcpyAsync(vc->data(), kc->data(), copy_bytes, cudaMemcpyDeviceToDevice); });
-  const double copy_tbps = 2.0 * copy_bytes / copy_us / 1e6;
-  std::printf("K1 copy d2d 1 GiB: %.1f us, %.2f TB/s (read + write)\n", copy_us, copy_tbps);
+  const CopyRate copy = copy_rate_1gib(vc->data(), kc->data());
+  const double copy_tbps = copy.tbps;
+  std::printf("K1 copy d2d 1 GiB: %.1f us, %.2f TB/s (read + write)\n", copy.us, copy_tbps);
   const L2Evictor evictor;
   ASSERT_TRUE(evictor.ok());
   const std::function<void()> evict_l2 = evictor.before();
-  const double copy_q_us = median_us(
-      [&] { (void)cudaMemcpyAsync(vc->data(), kc->data(), copy_bytes, cudaMemcpyDeviceToDevice); },
-      evict_l2);
-  const double copy_q_tbps = 2.0 * copy_bytes / copy_q_us / 1e6;
-  std::printf("K1 copy d2d 1 GiB, queued: %.1f us, %.2f TB/s (read + write)\n", copy_q_us,
+  const CopyRate copy_q = copy_rate_1gib(vc->data(), kc->data(), evict_l2);
+  const double copy_q_tbps = copy_q.tbps;
+  std::printf("K1 copy d2d 1 GiB, queued: %.1f us, %.2f TB/s (read + write)\n", copy_q.us,
               copy_q_tbps);
   fill_random(vc->data(), vc->bytes(), rng);  // after the copy that overwrote it
   // The fp8 caches: one byte per element.

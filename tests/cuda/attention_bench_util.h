@@ -181,6 +181,20 @@ double median_us(F&& f, const std::function<void()>& before = {}) {
   return ms[ms.size() / 2] * 1000.0;
 }
 
+// The floor K1's figures are stated against: a device-to-device copy of 1 GiB from src to dst
+// (median_us's method; queued behind `before` when given), its time and its rate counting bytes
+// read + bytes written.
+struct CopyRate {
+  double us, tbps;
+};
+inline CopyRate copy_rate_1gib(void* dst, const void* src,
+                               const std::function<void()>& before = {}) {
+  const size_t bytes = size_t{1} << 30;
+  const double us =
+      median_us([&] { (void)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice); }, before);
+  return {us, 2.0 * bytes / us / 1e6};
+}
+
 inline PagedAttentionParams params(const Batch& b, int block_size, void* q, void* kc, void* vc,
                                    void* out) {
   PagedAttentionParams p;

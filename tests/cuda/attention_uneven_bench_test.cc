@@ -55,13 +55,7 @@ TEST(AttentionBench, K1UnevenContexts) {
   const L2Evictor evictor;
   ASSERT_TRUE(evictor.ok());
   const std::function<void()> evict_l2 = evictor.before();
-  const size_t copy_bytes = size_t{1} << 30;  // the queued copy, as K1's ceiling
-  const double copy_q_us = median_us(
-      [&] {
-        (void)cudaMemcpyAsync(buf.vc->data(), buf.kc->data(), copy_bytes, cudaMemcpyDeviceToDevice);
-      },
-      evict_l2);
-  const double copy_q_tbps = 2.0 * copy_bytes / copy_q_us / 1e6;
+  const double copy_q_tbps = copy_rate_1gib(buf.vc->data(), buf.kc->data(), evict_l2).tbps;
   std::printf("device: %s, %d SMs; queued copy %.2f TB/s (read + write)\n", info->name.c_str(),
               info->num_sms, copy_q_tbps);
   buf.fill(rng);  // after the copy that overwrote V
