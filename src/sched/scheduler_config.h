@@ -27,9 +27,10 @@ struct SchedulerConfig {
   // so over uneven contexts a long sequence whose blocks start last decides when the launch
   // ends; longest first is LPT scheduling of those blocks (a simulation of B1's lengths on 264
   // resident blocks: 64-66% of the ideal makespan in queue order, 98-99% longest first; NOTES.md,
-  // session 41). Results are keyed by sequence id, so outputs do not change. Off by default until
-  // measured on a GPU (FOLIO_DECODE_ROWS=longest-first turns it on).
-  bool decode_rows_longest_first = false;
+  // session 41). Results are keyed by sequence id, so outputs do not change. On by default since
+  // measured on an H200 (session 42: B1 +2-3%, decode attention -16%); FOLIO_DECODE_ROWS=queue
+  // turns it off.
+  bool decode_rows_longest_first = true;
 
   Status validate() const;
 };

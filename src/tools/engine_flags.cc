@@ -114,8 +114,8 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.sched.max_num_seqs = f.max_num_seqs;
   c.sched.max_model_len = f.max_model_len;  // 0 until the model is known
   c.sched.enable_chunked_prefill = f.enable_chunked_prefill;
-  // A measuring switch (SchedulerConfig::decode_rows_longest_first), read here so that the
-  // scheduler itself stays free of the environment.
+  // A measuring switch (SchedulerConfig::decode_rows_longest_first, on by default; `queue` turns
+  // it off), read here so that the scheduler itself stays free of the environment.
   if (const char* rows = std::getenv("FOLIO_DECODE_ROWS"); rows != nullptr && *rows != '\0') {
     const std::string v(rows);
     if (v != "longest-first" && v != "queue")

@@ -52,7 +52,7 @@ TEST(SchedulingPolicyFlag, DecodeRowsFromTheEnvironment) {
   };
   auto unset = rows(nullptr);
   ASSERT_TRUE(unset.ok());
-  EXPECT_FALSE(unset->sched.decode_rows_longest_first);
+  EXPECT_TRUE(unset->sched.decode_rows_longest_first);  // the default since session 42
   auto on = rows("longest-first");
   ASSERT_TRUE(on.ok());
   EXPECT_TRUE(on->sched.decode_rows_longest_first);
