@@ -45,7 +45,10 @@ start_server() {
   "$FOLIO" serve "${model[@]}" --port "$port" "$@" >"$logs/$name" 2>&1 &
   spid=$!
   for _ in $(seq 360); do
-    curl -sf "localhost:$port/health" >/dev/null && return 0
+    if curl -sf "localhost:$port/health" >/dev/null; then
+      sed -n 's/.*\] scheduler: /server scheduler: /p' "$logs/$name"  # the step budget and seats it uses
+      return 0
+    fi
     kill -0 "$spid" 2>/dev/null || break
     sleep 0.5
   done

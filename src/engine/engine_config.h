@@ -12,6 +12,10 @@ namespace folio {
 
 enum class KvCacheMode { kPaged, kToken };
 
+// Who runs the engine, for the defaults that differ (engine/batch_defaults.h): an offline batch
+// (generate, bench) or a server (vLLM's LLM_CLASS and OPENAI_API_SERVER usage contexts).
+enum class UsageContext { kOffline, kServer };
+
 struct EngineConfig {
   KvCacheMode kv_mode = KvCacheMode::kPaged;
   int block_size = 16;                // paged mode; token mode is 1
@@ -43,6 +47,9 @@ struct EngineConfig {
   bool async_scheduling = true;
   // vLLM's --enforce-eager: run every step op by op (no CUDA graphs for decode steps).
   bool enforce_eager = false;
+  // sched.max_num_batched_tokens and sched.max_num_seqs at 0 (the flags left unset) are set by
+  // load_engine for the device and this usage (engine/batch_defaults.h).
+  UsageContext usage = UsageContext::kOffline;
   SchedulerConfig sched;
   int max_logprobs = 20;
   uint64_t seed = 0;        // engine seed for requests without their own

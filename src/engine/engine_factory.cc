@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/file_util.h"
+#include "engine/batch_defaults.h"
 #include "base/log.h"
 #include "model/cpu_llama_executor.h"
 #include "model/llama_weights.h"
@@ -49,6 +50,25 @@ Result<std::string> resolve_device(const std::string& device) {
 #endif
   if (device == "cpu") return device;
   return invalid_argument("--device must be auto, cpu or cuda, got " + device);
+}
+
+// The unset step budget and seats (0) for the backend the engine runs on; the line to log once
+// the engine is up (which limits, whether defaults, for what).
+Result<std::string> resolve_batch_limits_for(bool on_cuda, EngineConfig& config) {
+  const SchedulerConfig before = config.sched;
+  GpuSummary gpu;
+#ifdef FOLIO_HAVE_CUDA
+  if (on_cuda) FOLIO_RETURN_IF_ERROR(cuda_device_summary(gpu.name, gpu.total_memory));
+#endif
+  resolve_batch_limits(config, on_cuda ? &gpu : nullptr);
+  auto said = [](int was, int now) {
+    return std::to_string(now) + (was == 0 ? " (default)" : "");
+  };
+  return "scheduler: max_num_batched_tokens " +
+         said(before.max_num_batched_tokens, config.sched.max_num_batched_tokens) +
+         ", max_num_seqs " + said(before.max_num_seqs, config.sched.max_num_seqs) + " for " +
+         (on_cuda ? gpu.name : std::string("the cpu")) +
+         (config.usage == UsageContext::kServer ? ", serving" : ", offline");
 }
 
 Result<std::unique_ptr<Executor>> make_cpu_executor(const LoadOptions& o, const EngineConfig& c,
@@ -132,20 +152,27 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
     return invalid_argument("--tensor-parallel-size " + std::to_string(tp) +
                             " needs --device cuda (or auto with GPUs present); this run is on " +
                             device);
+  bool on_cuda = device == "cuda";
 #ifdef FOLIO_HAVE_CUDA
   if (tp > 1) {
     FOLIO_RETURN_IF_ERROR(check_tensor_parallel(model, tp));
-    FOLIO_ASSIGN_OR_RETURN(executor, make_cuda_executor(o, config, model, dummy));
-  } else if (device == "cuda" && o.device == "auto" && !cuda_model_supported(model).ok()) {
+  } else if (on_cuda && o.device == "auto" && !cuda_model_supported(model).ok()) {
     log_warn("--device auto: " + cuda_model_supported(model).message() + "; running on cpu");
-  } else if (device == "cuda") {
+    on_cuda = false;
+  }
+#endif
+  FOLIO_ASSIGN_OR_RETURN(const std::string limits_line, resolve_batch_limits_for(on_cuda, config));
+#ifdef FOLIO_HAVE_CUDA
+  if (on_cuda) {
     FOLIO_ASSIGN_OR_RETURN(executor, make_cuda_executor(o, config, model, dummy));
   }
 #endif
   if (!executor) {
     FOLIO_ASSIGN_OR_RETURN(executor, make_cpu_executor(o, config, model, dummy));
   }
-  return EngineCore::create(config, model, std::move(executor), std::move(tokenizer));
+  auto core = EngineCore::create(config, model, std::move(executor), std::move(tokenizer));
+  if (core.ok()) log_info(limits_line);
+  return core;
 }
 
 }  // namespace folio

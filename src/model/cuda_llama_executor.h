@@ -111,6 +111,8 @@ class CudaLlamaExecutor final : public Executor {
 
 // True when this build can reach at least one CUDA device (for `--device auto`).
 bool cuda_device_available();
+// Device 0's name and total memory, for the engine's defaults by GPU (engine/batch_defaults.h).
+Status cuda_device_summary(std::string& name, size_t& total_memory);
 // Ok when the CUDA kernels take this model's attention geometry (head_dim 64 or 128, heads a
 // multiple of kv heads); else why not (Unimplemented).
 Status cuda_model_supported(const ModelConfig& config);

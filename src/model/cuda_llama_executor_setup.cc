@@ -87,6 +87,13 @@ bool cuda_device_available() {
   return n.ok() && *n > 0;
 }
 
+Status cuda_device_summary(std::string& name, size_t& total_memory) {
+  FOLIO_ASSIGN_OR_RETURN(const cuda::DeviceInfo info, cuda::device_info(0));
+  name = info.name;
+  total_memory = info.total_memory;
+  return Status();
+}
+
 Status cuda_model_supported(const ModelConfig& config) {
   Status st = cuda::check_attention_geometry(config.num_heads, config.num_kv_heads, config.head_dim);
   if (st.ok()) return st;

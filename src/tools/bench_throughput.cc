@@ -57,6 +57,8 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
   r.kv_num_blocks = engine.kv().num_total_blocks();
   r.kv_block_size = engine.kv().block_size();
   r.kv_cache_dtype = kv_cache_dtype_name(engine.config().kv_cache_dtype);
+  r.max_num_batched_tokens = engine.config().sched.max_num_batched_tokens;
+  r.max_num_seqs = engine.config().sched.max_num_seqs;
   return r;
 }
 
@@ -78,7 +80,9 @@ nlohmann::json throughput_json(const ThroughputResult& r) {
           {"peak_kv_blocks_used", r.peak_kv_blocks_used},
           {"kv_num_blocks", r.kv_num_blocks},
           {"kv_block_size", r.kv_block_size},
-          {"kv_cache_dtype", r.kv_cache_dtype}};
+          {"kv_cache_dtype", r.kv_cache_dtype},
+          {"max_num_batched_tokens", r.max_num_batched_tokens},
+          {"max_num_seqs", r.max_num_seqs}};
 }
 
 }  // namespace folio::tools

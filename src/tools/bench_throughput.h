@@ -30,6 +30,10 @@ struct ThroughputResult {
   int kv_num_blocks = 0;
   int kv_block_size = 0;
   std::string kv_cache_dtype = "auto";  // the engine's --kv-cache-dtype (kv_cache_dtype_name)
+  // The step budget and seats the engine ran with: given, or its defaults for the device
+  // (engine/batch_defaults.h), which the command line alone does not show.
+  int max_num_batched_tokens = 0;
+  int max_num_seqs = 0;
 };
 
 // Errors (nothing run) when a request cannot fit the engine's context length; an engine
@@ -38,8 +42,8 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
                                         uint64_t seed);
 
 // requests_per_second, output_tokens_per_second, total_tokens_per_second, elapsed_seconds,
-// kv_slot_utilization, num_preemptions, peak_running_sequences, kv_cache_dtype and the raw
-// counts.
+// kv_slot_utilization, num_preemptions, peak_running_sequences, kv_cache_dtype,
+// max_num_batched_tokens, max_num_seqs and the raw counts.
 nlohmann::json throughput_json(const ThroughputResult& r);
 
 // Aborts, when it goes out of scope, every request it saw added that is still live: an early

@@ -62,6 +62,7 @@ int run_serve(ServeFlags f) {
     std::cerr << "folio serve: " << config.status().message() << "\n";
     return 2;
   }
+  config->usage = UsageContext::kServer;  // the serving defaults (engine/batch_defaults.h)
   auto tmpl = load_chat_template(f);
   if (!tmpl.ok()) {
     std::cerr << "folio serve: " << tmpl.status().message() << "\n";

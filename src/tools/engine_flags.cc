@@ -47,9 +47,14 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
   c->add_option("--scheduling-policy", f.scheduling_policy,
                 "fcfs | priority | lof (longest output budget first: offline batches)")
       ->check(CLI::IsMember({"fcfs", "priority", "lof"}));
-  c->add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "token budget per step")
+  // Unset (0), both follow vLLM V1's defaults by GPU and by use (engine/batch_defaults.h).
+  c->add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
+                "token budget per step (default: 16384 offline / 8192 serving on GPUs of 70 GiB "
+                "and more but A100s, 8192 / 2048 on other GPUs, 2048 on the CPU)")
       ->check(CLI::PositiveNumber);
-  c->add_option("--max-num-seqs", f.max_num_seqs, "sequences per step")->check(CLI::PositiveNumber);
+  c->add_option("--max-num-seqs", f.max_num_seqs,
+                "sequences per step (default: 1024 on GPUs of 70 GiB and more but A100s, else 256)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--max-model-len", f.max_model_len, "context length (0: the model's)")
       ->check(CLI::NonNegativeNumber);
   c->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f.enable_chunked_prefill,

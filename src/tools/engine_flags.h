@@ -36,8 +36,8 @@ struct EngineFlags {
   bool enforce_eager = false;
   std::string preemption_mode = "recompute";
   std::string scheduling_policy = "fcfs";
-  int max_num_batched_tokens = 2048;
-  int max_num_seqs = 256;
+  int max_num_batched_tokens = 0;  // 0: by device and use, set by load_engine (batch_defaults.h)
+  int max_num_seqs = 0;            // likewise
   int max_model_len = 0;
   bool enable_chunked_prefill = true;
   int max_logprobs = 20;

@@ -93,6 +93,10 @@ TEST(BenchThroughput, RealRunOnTheFixtureModel) {
   expect_consistent(j, in_sum, out_sum);
   EXPECT_GT(j["peak_running_sequences"].get<int>(), 1);  // a roomy cache runs them together
   EXPECT_EQ(j["kv_cache_dtype"], "auto");
+  // Unset, the device's defaults (engine/batch_defaults.h): 2048 and 256 on the CPU.
+  const int tokens = j["max_num_batched_tokens"], seqs = j["max_num_seqs"];
+  EXPECT_TRUE(tokens == 2048 || tokens == 8192 || tokens == 16384) << tokens;
+  EXPECT_TRUE(seqs == 256 || seqs == 1024) << seqs;
 }
 
 TEST(BenchThroughput, Fp8KvCacheRunsAndIsReported) {
@@ -101,10 +105,14 @@ TEST(BenchThroughput, Fp8KvCacheRunsAndIsReported) {
   const std::string json_path = temp_path("tp_fp8.json");
   std::string err;
   ASSERT_EQ(run_folio("bench throughput --model " + kModel + " --workload " + wl +
-                      " --kv-cache-dtype fp8 --output-json " + json_path, &err), 0) << err;
+                      " --kv-cache-dtype fp8 --max-num-seqs 6 --max-num-batched-tokens 96"
+                      " --output-json " + json_path, &err), 0) << err;
   auto j = nlohmann::json::parse(slurp(json_path));
   expect_consistent(j, in_sum, out_sum);
   EXPECT_EQ(j["kv_cache_dtype"], "fp8_e4m3");
+  EXPECT_EQ(j["max_num_seqs"], 6);  // given: kept, not the device's defaults
+  EXPECT_EQ(j["max_num_batched_tokens"], 96);
+  EXPECT_LE(j["peak_running_sequences"].get<int>(), 6);
 }
 
 TEST(BenchThroughput, SmallCachePreemptsAndStillFinishesEverything) {
