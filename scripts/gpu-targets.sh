@@ -16,7 +16,7 @@
 #   device: run, carry ["build-cudaexec/carry"], command: scripts/gpu-targets.sh
 # On an H100 it takes about 6 minutes (B2_SWAP=1 adds B2 with swap preemption, ~2.5 more);
 # B2_PROMPTS=256 (one wave) shortens B2 for a smoke run; NO_ASYNC=1 runs B3, B1 and B2 with
-# --no-async-scheduling; B1_LOF=1 adds B1 at the default settings with --scheduling-policy lof.
+# --no-async-scheduling; B1_LOF=1 adds B1 at 256 sequences and 2048-token steps with --scheduling-policy lof.
 # $OUT gets kbench.log, b3.json, b1.json, b1_token.json, b2.json (b2_swap.json, b1_lof.json),
 # smi-b3/b1/b1_token/b2.csv (the clock and power beside each, summarised in a
 # "power" line) and targets.log (this output).
