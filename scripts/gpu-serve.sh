@@ -15,8 +15,10 @@
 #   RATES         "rate:prompts ..." on one server (default: 8:480 16:1000 32:1000 48:1000)
 #   INF_SETTINGS  server flags for the `inf` runs, one fresh server each; "-" = the defaults
 #                 (default: "- --scheduling-policy=lof"; several flags joined by ',', e.g.
-#                 --max-num-seqs=1024,--max-num-batched-tokens=16384)
+#                 --max-num-seqs=1024,--max-num-batched-tokens=16384; "none": no inf run)
 #   SERVE_FLAGS   extra flags of the rate runs' server; MODEL_ARGS, VOCAB (prompt ids below it)
+#   LOAD_ARGS     what bench serve sends (default: --workload bench/workloads/sharegpt_like_1000.jsonl;
+#                 e.g. "--input-len 4000 --output-len 256" for long prompts)
 # $OUT gets serve.log (this output, with each server's warnings and errors) and the JSONs,
 # serve-rate<R>.json and serve-inf-<k>.json: at most 8 files come back from a device call.
 set -uo pipefail
@@ -67,12 +69,13 @@ stop_server() {
 bench() {
   seed=$((seed + 1))
   timeout 300 "$FOLIO" bench serve --base-url "http://127.0.0.1:$port" --seed "$seed" \
-    --workload bench/workloads/sharegpt_like_1000.jsonl --num-prompts "$2" --request-rate "$1" \
+    "${load[@]}" --num-prompts "$2" --request-rate "$1" \
     --vocab-size "${VOCAB:-128256}" --output-json "$out/$3.json" >"$logs/$3.txt" 2>&1
   echo "== rate $1, $2 prompts, seed $seed: exit $?"
   grep -E 'Successful|Failed|duration|throughput|ttft|tpot|itl|e2el|Prefix|warning|rror' "$logs/$3.txt"
 }
 
+read -r -a load <<<"${LOAD_ARGS:---workload bench/workloads/sharegpt_like_1000.jsonl}"
 read -r -a serve_flags <<<"${SERVE_FLAGS:-}"
 if start_server server-rates.log "${serve_flags[@]}"; then
   for spec in ${RATES:-8:480 16:1000 32:1000 48:1000}; do
@@ -83,6 +86,7 @@ fi
 
 k=0
 for setting in ${INF_SETTINGS:-- --scheduling-policy=lof}; do
+  [[ $setting == none ]] && break
   k=$((k + 1))
   flags=()
   [[ $setting != - ]] && read -r -a flags <<<"${setting//,/ }"
