@@ -71,6 +71,9 @@ int run(const LatencyFlags& f) {
                                                 (*engine)->config().kv_cache_dtype);
   nlohmann::json j = latency_json(c, *iters, floor, bw.gbps);
   j["bandwidth_source"] = bw.source;
+  // Given, or the engine's defaults for the device (engine/batch_defaults.h).
+  j["max_num_batched_tokens"] = (*engine)->config().sched.max_num_batched_tokens;
+  j["max_num_seqs"] = (*engine)->config().sched.max_num_seqs;
   const std::string device = (*engine)->executor().device_name();
   print_result(j, device);
   j["host_loop"] = host_loop_json((*engine)->counters());

@@ -115,6 +115,20 @@ TEST(BenchThroughput, Fp8KvCacheRunsAndIsReported) {
   EXPECT_LE(j["peak_running_sequences"].get<int>(), 6);
 }
 
+// bench latency's JSON names the step budget and seats it ran with (given here; unset, the
+// device's defaults).
+TEST(BenchLatency, JsonRecordsTheBatchLimits) {
+  const std::string json_path = temp_path("lat.json");
+  std::string err;
+  ASSERT_EQ(run_folio("bench latency --model " + kModel + " --device cpu --batch-size 2 --input-len 8"
+                      " --output-len 4 --num-iters-warmup 1 --num-iters 1 --max-num-seqs 3"
+                      " --max-num-batched-tokens 64 --output-json " + json_path, &err), 0) << err;
+  auto j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j["max_num_seqs"], 3);
+  EXPECT_EQ(j["max_num_batched_tokens"], 64);
+  EXPECT_EQ(j["batch_size"], 2);
+}
+
 TEST(BenchThroughput, SmallCachePreemptsAndStillFinishesEverything) {
   int64_t in_sum, out_sum;
   const std::string wl = write_workload(in_sum, out_sum);
