@@ -108,6 +108,8 @@ std::vector<Scheduler::Planned> Scheduler::plan(SequenceGroup* g, int budget,
   for (Sequence& s : g->seqs) {
     if (s.finished() || s.num_uncomputed() == 0) continue;
     int n = std::min(s.num_uncomputed(), budget);
+    if (config_.long_prefill_token_threshold > 0)
+      n = std::min(n, config_.long_prefill_token_threshold);
     if (!config_.enable_chunked_prefill && n < s.num_uncomputed()) n = 0;
     if (n == 0) continue;
     out.push_back({&s, n});

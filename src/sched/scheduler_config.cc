@@ -15,6 +15,12 @@ Status SchedulerConfig::validate() const {
         "without chunked prefill, max_num_batched_tokens (" +
         std::to_string(max_num_batched_tokens) + ") must be >= max_model_len (" +
         std::to_string(max_model_len) + "): a whole prompt must fit in one step");
+  if (long_prefill_token_threshold < 0)
+    return invalid_argument("long_prefill_token_threshold must be >= 0, got " +
+                            std::to_string(long_prefill_token_threshold));
+  if (long_prefill_token_threshold > 0 && !enable_chunked_prefill)
+    return invalid_argument(
+        "long_prefill_token_threshold caps a prompt's chunk per step: it needs chunked prefill");
   return Status::ok_status();
 }
 

@@ -57,6 +57,10 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
       ->check(CLI::PositiveNumber);
   c->add_option("--max-model-len", f.max_model_len, "context length (0: the model's)")
       ->check(CLI::NonNegativeNumber);
+  c->add_option("--long-prefill-token-threshold", f.long_prefill_token_threshold,
+                "at most this many tokens of one sequence per step: long prompts prefill in chunks "
+                "of it (0: no cap beyond the step budget)")
+      ->check(CLI::NonNegativeNumber);
   c->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f.enable_chunked_prefill,
               "split long prompts across steps (default on)");
   c->add_flag("--enforce-eager", f.enforce_eager,
@@ -119,6 +123,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.sched.max_num_seqs = f.max_num_seqs;
   c.sched.max_model_len = f.max_model_len;  // 0 until the model is known
   c.sched.enable_chunked_prefill = f.enable_chunked_prefill;
+  c.sched.long_prefill_token_threshold = f.long_prefill_token_threshold;
   // A measuring switch (SchedulerConfig::decode_rows_longest_first, on by default; `queue` turns
   // it off), read here so that the scheduler itself stays free of the environment.
   if (const char* rows = std::getenv("FOLIO_DECODE_ROWS"); rows != nullptr && *rows != '\0') {

@@ -40,6 +40,7 @@ struct EngineFlags {
   int max_num_seqs = 0;            // likewise
   int max_model_len = 0;
   bool enable_chunked_prefill = true;
+  int long_prefill_token_threshold = 0;  // vLLM's; 0: off
   int max_logprobs = 20;
   uint64_t seed = 0;
   int log_every = 0;

@@ -48,6 +48,8 @@ class FakeEngine {
   const std::map<StreamKey, std::vector<TokenId>>& streams() const { return streams_; }
   std::vector<FailedGroup> failed;
   std::vector<GroupId> preempted;
+  // Per step: each scheduled sequence's group and its tokens that step, in row order.
+  std::vector<std::vector<std::pair<GroupId, int>>> scheduled;
   // Tokens that make the engine stop a sequence (tests the engine-finish path).
   int stop_modulus = 0;
 
@@ -60,6 +62,8 @@ class FakeEngine {
     mem_.copy_blocks(out.swap_in, false, true);
     mem_.copy_blocks(out.copies, true, true);
     StepResult result;
+    scheduled.emplace_back();
+    for (const ScheduledSeq& e : out.seqs) scheduled.back().emplace_back(e.group_id, e.num_tokens());
     for (const ScheduledSeq& e : out.seqs) run_seq(e, &result);
     sched_.update_from_output(result);
     return !out.empty();

@@ -38,5 +38,24 @@ TEST(BatchLimitFlags, ZeroOrNegativeIsAnError) {
     EXPECT_THROW((void)config_of(args), CLI::ValidationError) << args;
 }
 
+// vLLM's --long-prefill-token-threshold: off (0) unless given; negative fails the command line,
+// and without chunked prefill the config refuses it.
+TEST(BatchLimitFlags, LongPrefillTokenThreshold) {
+  auto unset = config_of("");
+  ASSERT_TRUE(unset.ok());
+  EXPECT_EQ(unset->sched.long_prefill_token_threshold, 0);
+  auto given = config_of("--long-prefill-token-threshold 512");
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(given->sched.long_prefill_token_threshold, 512);
+  EXPECT_THROW((void)config_of("--long-prefill-token-threshold -1"), CLI::ValidationError);
+  auto unchunked = config_of(
+      "--long-prefill-token-threshold 512 --no-enable-chunked-prefill --max-num-batched-tokens 8192"
+      " --max-num-seqs 8 --max-model-len 4096");
+  ASSERT_TRUE(unchunked.ok());
+  const Status st = unchunked->validate();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("chunked prefill"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace folio
