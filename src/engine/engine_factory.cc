@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "base/file_util.h"
-#include "engine/batch_defaults.h"
 #include "base/log.h"
+#include "engine/batch_defaults.h"
 #include "model/cpu_llama_executor.h"
 #include "model/llama_weights.h"
 #include "model/safetensors.h"
