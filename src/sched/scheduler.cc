@@ -7,7 +7,9 @@
 namespace folio {
 
 Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv)
-    : config_(config), kv_(kv) {
+    : config_(config),
+      kv_(kv),
+      headroom_(config.schedule_conservativeness, config.max_model_len) {
   FOLIO_CHECK(config.validate().ok(), "invalid SchedulerConfig");
 }
 
@@ -198,14 +200,34 @@ void Scheduler::schedule_swapped(SchedulerOutput& out) {
   }
 }
 
+int64_t Scheduler::running_headroom() const {
+  int64_t blocks = 0;
+  if (headroom_.enabled())
+    for (const SequenceGroup* g : running_) blocks += headroom_.expected_blocks(*g, kv_);
+  return blocks;
+}
+
 void Scheduler::schedule_waiting(SchedulerOutput& out) {
+  int64_t headroom = -1;  // running_headroom(), computed on the first admission that needs it
   while (!waiting_.empty() && budget_ > 0 && seqs_left_ > 0) {
     SequenceGroup* g = waiting_.front();
     for (Sequence& s : g->seqs)
       if (!s.finished() && !kv_.has_seq(s.id))
         s.num_computed = kv_.get_computed_prefix(s.id, s.tokens, g->cache_salt);
     std::vector<Planned> p = plan(g, budget_, seqs_left_);
-    if (!p.empty() && blocks_needed(p) <= kv_.num_free_blocks()) {
+    const int need = p.empty() ? 0 : blocks_needed(p);
+    bool fits = !p.empty() && need <= kv_.num_free_blocks();
+    int64_t expected = 0;
+    if (fits && headroom_.enabled() && !running_.empty()) {
+      // The first group into an idle cache always goes in; later ones leave the running
+      // groups' expected growth free, and must fit their own.
+      if (headroom < 0) headroom = running_headroom();
+      expected = headroom_.expected_blocks(*g, kv_);
+      fits = headroom + std::max<int64_t>(expected, need) <= kv_.num_free_blocks();
+    }
+    if (fits) {
+      // What this group still needs after the blocks this step allocates for it.
+      if (headroom >= 0) headroom += std::max<int64_t>(0, expected - need);
       dequeue(waiting_, g);
       g->status = SeqStatus::kRunning;
       for (Sequence& s : g->seqs)
@@ -243,6 +265,7 @@ SchedulerOutput Scheduler::schedule() {
   preempted_this_step_ = false;
 
   schedule_running(out, /*prefill_pass=*/false);
+  const bool decoded = !out.seqs.empty();  // the decode pass scheduled rows
   if (config_.decode_rows_longest_first)  // the decode pass's rows: start_pos + 1 is the context
     std::stable_sort(out.seqs.begin(), out.seqs.end(),
                      [](const ScheduledSeq& a, const ScheduledSeq& b) {
@@ -252,6 +275,7 @@ SchedulerOutput Scheduler::schedule() {
   if (!preempted_this_step_) schedule_swapped(out);
   if (!preempted_this_step_ && swapped_.empty()) schedule_waiting(out);
 
+  headroom_.end_step(preempted_this_step_, decoded, running_.empty());
   out.copies = kv_.take_pending_copies();
   out.num_batched_tokens = config_.max_num_batched_tokens - budget_;
   record_step_stats(out);

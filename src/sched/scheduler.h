@@ -13,7 +13,8 @@
 //   3. waiting groups are admitted with a prefix-cache lookup (only when nothing is swapped
 //      out and nothing was preempted), stopping at the first that does not fit (FCFS,
 //      priority order: lower priority value first, or longest output budget first; ties by
-//      arrival).
+//      arrival); with schedule_conservativeness > 0, "fits" also leaves the blocks the running
+//      groups and the new one are expected to grow into (AdmissionHeadroom).
 // Rank everywhere = policy key (arrival, (priority, arrival) or (-output budget, arrival)); the
 // preemption victim is the highest key. A request that can never fit is finished with an error,
 // never stalls the queue.
@@ -28,6 +29,7 @@
 
 #include "core/request.h"
 #include "kv/kv_cache_manager.h"
+#include "sched/admission_headroom.h"
 #include "sched/scheduler_config.h"
 #include "sched/scheduler_output.h"
 
@@ -107,6 +109,8 @@ class Scheduler {
   void schedule_running(SchedulerOutput& out, bool prefill_pass);
   void schedule_swapped(SchedulerOutput& out);
   void schedule_waiting(SchedulerOutput& out);
+  // Blocks the running groups are still expected to grow into (0 with the headroom off).
+  int64_t running_headroom() const;
   // Lowest-ranked running group not scheduled this step and not `except`, or nullptr.
   SequenceGroup* pick_victim(const SequenceGroup* except) const;
   void preempt(SequenceGroup* g, SchedulerOutput& out);
@@ -125,6 +129,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvCacheManager& kv_;
+  AdmissionHeadroom headroom_;
   std::unordered_map<GroupId, std::unique_ptr<SequenceGroup>> groups_;  // live groups
   std::unordered_map<SeqId, GroupId> seq_group_;
   Queue waiting_, running_, swapped_;

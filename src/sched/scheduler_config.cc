@@ -21,6 +21,9 @@ Status SchedulerConfig::validate() const {
   if (long_prefill_token_threshold > 0 && !enable_chunked_prefill)
     return invalid_argument(
         "long_prefill_token_threshold caps a prompt's chunk per step: it needs chunked prefill");
+  if (!(schedule_conservativeness >= 0.0) || schedule_conservativeness > 100.0)
+    return invalid_argument("schedule_conservativeness must be in [0, 100], got " +
+                            std::to_string(schedule_conservativeness));
   return Status::ok_status();
 }
 

@@ -25,8 +25,9 @@ struct SchedulerConfig {
   // vLLM V1's --long-prefill-token-threshold: when > 0, one sequence computes at most this many
   // tokens in a step (a long prompt's chunks), so a large step budget still fills with short
   // prompts and decodes while no single long prompt turns a step into a stall for the decodes
-  // beside it (4000-token prompts at an 8192 budget: p99 ITL 93 ms against 52 at 2048; NOTES.md,
-  // session 42). 0 (the default, as vLLM's): no cap beyond the budget. Needs chunked prefill.
+  // beside it (4000-token prompts at an 8192 budget on an H200: p99 ITL 93 ms, 51 with a
+  // threshold of 2048, 46 with 1024, 52 at a 2048 budget; NOTES.md, sessions 42-43). 0 (the
+  // default, as vLLM's): no cap beyond the budget. Needs chunked prefill.
   int long_prefill_token_threshold = 0;
   // A step's decode rows ordered by context length, longest first (ties in queue order) instead
   // of queue order. The decode kernels dispatch one block per (sequence, KV head) in row order,
@@ -37,6 +38,13 @@ struct SchedulerConfig {
   // measured on an H200 (session 42: B1 +2-3%, decode attention -16%); FOLIO_DECODE_ROWS=queue
   // turns it off.
   bool decode_rows_longest_first = true;
+  // SGLang's --schedule-conservativeness: a waiting group is admitted only when the free KV
+  // blocks also cover the growth the running groups (and it) are still expected to need
+  // (AdmissionHeadroom: outputs that must run to max_tokens in full, others by a decaying
+  // ratio), so a batch does not fill the cache with prompts and then preempt. Larger values
+  // reserve more for outputs that may stop early. 0: vLLM's admission (any prompt chunk that fits
+  // now), and preemption when the cache runs out.
+  double schedule_conservativeness = 1.0;
 
   Status validate() const;
 };

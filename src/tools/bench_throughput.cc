@@ -59,6 +59,7 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
   r.kv_cache_dtype = kv_cache_dtype_name(engine.config().kv_cache_dtype);
   r.max_num_batched_tokens = engine.config().sched.max_num_batched_tokens;
   r.max_num_seqs = engine.config().sched.max_num_seqs;
+  r.schedule_conservativeness = engine.config().sched.schedule_conservativeness;
   return r;
 }
 
@@ -82,7 +83,8 @@ nlohmann::json throughput_json(const ThroughputResult& r) {
           {"kv_block_size", r.kv_block_size},
           {"kv_cache_dtype", r.kv_cache_dtype},
           {"max_num_batched_tokens", r.max_num_batched_tokens},
-          {"max_num_seqs", r.max_num_seqs}};
+          {"max_num_seqs", r.max_num_seqs},
+          {"schedule_conservativeness", r.schedule_conservativeness}};
 }
 
 }  // namespace folio::tools

@@ -34,6 +34,7 @@ struct ThroughputResult {
   // (engine/batch_defaults.h), which the command line alone does not show.
   int max_num_batched_tokens = 0;
   int max_num_seqs = 0;
+  double schedule_conservativeness = 0.0;
 };
 
 // Errors (nothing run) when a request cannot fit the engine's context length; an engine

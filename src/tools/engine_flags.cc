@@ -61,6 +61,11 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
                 "at most this many tokens of one sequence per step: long prompts prefill in chunks "
                 "of it (0: no cap beyond the step budget)")
       ->check(CLI::NonNegativeNumber);
+  c->add_option("--schedule-conservativeness", f.schedule_conservativeness,
+                "admit a prompt only when the KV cache also keeps what running requests are "
+                "expected to grow into (SGLang's; larger reserves more for outputs that may stop "
+                "early; 0: admit whatever fits now and preempt when the cache runs out, as vLLM)")
+      ->check(CLI::Range(0.0, 100.0));
   c->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f.enable_chunked_prefill,
               "split long prompts across steps (default on)");
   c->add_flag("--enforce-eager", f.enforce_eager,
@@ -124,6 +129,7 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   c.sched.max_model_len = f.max_model_len;  // 0 until the model is known
   c.sched.enable_chunked_prefill = f.enable_chunked_prefill;
   c.sched.long_prefill_token_threshold = f.long_prefill_token_threshold;
+  c.sched.schedule_conservativeness = f.schedule_conservativeness;
   // A measuring switch (SchedulerConfig::decode_rows_longest_first, on by default; `queue` turns
   // it off), read here so that the scheduler itself stays free of the environment.
   if (const char* rows = std::getenv("FOLIO_DECODE_ROWS"); rows != nullptr && *rows != '\0') {

@@ -236,6 +236,7 @@ TEST(CudaEngine, TinyPoolPreemptionMatchesUnconstrainedRun) {
     c.max_total_tokens = tokens;
     c.enable_prefix_caching = true;
     c.sched.preemption_mode = pc.preemption;
+    c.sched.schedule_conservativeness = 0.0;  // vLLM's admission: the tiny pool preempts
     c.sched.max_num_batched_tokens = 48;
     c.swap_space_gib = pc.preemption == PreemptionMode::kSwap ? 1.0 / 1024 : 0.0;
     const std::string what = std::string(pc.mode == KvCacheMode::kToken ? "token" : "paged-16") +

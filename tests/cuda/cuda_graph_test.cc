@@ -36,10 +36,12 @@ std::vector<GenerateRequest> requests(int vocab) {
 struct EngineRun {
   testing::RunResult result;
   int graph_steps = 0;
+  int64_t num_preemptions = 0;
 };
 
+// `conservativeness` 0: vLLM's admission, so that a tiny pool preempts.
 EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_blocks,
-              KvCacheDtype kv_dtype = KvCacheDtype::kAuto) {
+              KvCacheDtype kv_dtype = KvCacheDtype::kAuto, double conservativeness = 1.0) {
   LoadOptions o;
   o.model_dir = model_path(model);
   o.device = "cuda";
@@ -52,6 +54,7 @@ EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_bl
   c.num_kv_blocks = num_blocks;
   c.max_total_tokens = num_blocks;
   c.sched.max_num_seqs = 64;
+  c.sched.schedule_conservativeness = conservativeness;
   auto e = load_engine(o, c);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   EngineRun r;
@@ -59,6 +62,7 @@ EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_bl
   EXPECT_EQ((*e)->kv().num_free_blocks(), (*e)->kv().num_total_blocks());
   const auto* ex = dynamic_cast<const CudaLlamaExecutor*>(&(*e)->executor());
   r.graph_steps = ex ? ex->graph_steps() : -1;
+  r.num_preemptions = (*e)->scheduler().stats().num_preemptions;
   return r;
 }
 
@@ -96,8 +100,10 @@ TEST(CudaGraphs, DecodeGraphsGiveTheEagerTokens) {
 TEST(CudaGraphs, GraphsSurvivePreemption) {
   FOLIO_REQUIRE_GPU();
   const EngineRun eager = run("llama_hd128", true, KvCacheMode::kPaged, 512);
-  const EngineRun tight = run("llama_hd128", false, KvCacheMode::kPaged, 12);  // 192 tokens: preempts
+  const EngineRun tight = run("llama_hd128", false, KvCacheMode::kPaged, 12, KvCacheDtype::kAuto,
+                              /*conservativeness=*/0.0);  // 192 tokens: preempts
   EXPECT_GT(tight.graph_steps, 0);
+  EXPECT_GT(tight.num_preemptions, 0);
   // Recompute re-derives KV through prefill (other kernels, other rounding): the preemption
   // tests' 0.1 margin.
   expect_same_tokens(eager, tight, 0.1);

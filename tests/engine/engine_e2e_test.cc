@@ -129,6 +129,7 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
     c.sched.preemption_mode = pc.preemption;
     c.sched.policy = pc.policy;
     c.sched.decode_rows_longest_first = pc.longest_first;
+    c.sched.schedule_conservativeness = 0.0;  // vLLM's admission: the tiny pool preempts
     c.sched.max_num_batched_tokens = 48;
     c.swap_space_gib = pc.preemption == PreemptionMode::kSwap ? 1.0 / 1024 : 0.0;
     auto engine = make_engine(model, c);
@@ -144,6 +145,19 @@ TEST(EnginePreemption, TinyPoolMatchesUnconstrainedRun) {
     EXPECT_GT(engine->scheduler().stats().num_preemptions, 0) << what;
     EXPECT_EQ(engine->kv().num_free_blocks(), engine->kv().num_total_blocks()) << what;
     EXPECT_TRUE(engine->kv().check_invariants().ok()) << what;
+  }
+  // The default admission headroom in the same pool: requests wait instead, the same tokens.
+  for (KvCacheMode mode : {KvCacheMode::kPaged, KvCacheMode::kToken}) {
+    EngineConfig c;
+    c.kv_mode = mode;
+    c.block_size = mode == KvCacheMode::kToken ? 1 : 4;
+    c.num_kv_blocks = 20;
+    c.max_total_tokens = 80;
+    c.sched.max_num_batched_tokens = 48;
+    auto engine = make_engine(model, c);
+    ASSERT_NE(engine, nullptr);
+    EXPECT_EQ(tokens_of(run_all(*engine, reqs)), ref) << "headroom";
+    EXPECT_EQ(engine->kv().num_free_blocks(), engine->kv().num_total_blocks());
   }
 }
 

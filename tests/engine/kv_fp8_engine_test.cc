@@ -73,6 +73,7 @@ TEST(EngineKvFp8, TinyPoolMatchesUnconstrainedRun) {
       c.max_total_tokens = 64;
       c.sched.preemption_mode = pre;
       c.sched.max_num_batched_tokens = 48;
+      c.sched.schedule_conservativeness = 0.0;  // vLLM's admission: the tiny pool preempts
       c.swap_space_gib = pre == PreemptionMode::kSwap ? 1.0 / 1024 : 0.0;
       auto engine = make_engine("llama_gqa", c);
       ASSERT_NE(engine, nullptr);

@@ -1,6 +1,8 @@
 // A tiny cache that forces preemptions must produce exactly the token streams of a roomy one:
 // the fake model's tokens depend on the KV contents, so this checks recompute and swap (and
-// prefix hits and copy-on-write along the way) end to end on the host, in both KV modes.
+// prefix hits and copy-on-write along the way) end to end on the host, in both KV modes. The
+// tiny cache runs with vLLM's admission (no headroom: it preempts most) and with the default
+// admission headroom (it holds prompts back instead; the streams must not change either).
 #include <gtest/gtest.h>
 
 #include "fake_engine.h"
@@ -14,8 +16,9 @@ using testing::make_kv;
 using Streams = std::map<FakeEngine::StreamKey, std::vector<TokenId>>;
 
 Streams run(bool token_mode, PreemptionMode mode, int num_blocks, int host_blocks,
-            int64_t* preemptions) {
+            int64_t* preemptions, double conservativeness = 0.0) {
   SchedulerConfig c;
+  c.schedule_conservativeness = conservativeness;
   c.max_num_batched_tokens = 32;
   c.max_num_seqs = 8;
   c.max_model_len = 64;
@@ -43,13 +46,16 @@ Streams run(bool token_mode, PreemptionMode mode, int num_blocks, int host_block
 }
 
 void expect_same_streams(bool token_mode, PreemptionMode mode) {
-  int64_t roomy_preempt = 0, tiny_preempt = 0;
+  int64_t roomy_preempt = 0, tiny_preempt = 0, headroom_preempt = 0;
   Streams roomy = run(token_mode, mode, 256, 64, &roomy_preempt);
   Streams tiny = run(token_mode, mode, 14, 12, &tiny_preempt);
+  Streams headroom = run(token_mode, mode, 14, 12, &headroom_preempt, /*conservativeness=*/1.0);
   EXPECT_EQ(roomy_preempt, 0);
   EXPECT_GT(tiny_preempt, 3);
+  EXPECT_LT(headroom_preempt, tiny_preempt);
   ASSERT_EQ(roomy.size(), 15u);  // 12 requests, 3 of them with n = 2
   EXPECT_EQ(roomy, tiny);
+  EXPECT_EQ(roomy, headroom);
 }
 
 TEST(PreemptionEquivalence, PagedRecompute) { expect_same_streams(false, PreemptionMode::kRecompute); }

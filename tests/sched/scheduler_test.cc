@@ -197,8 +197,15 @@ TEST(Scheduler, ParallelSamplingForksAfterThePromptAndCopiesOnWrite) {
   EXPECT_TRUE(e.kv().check_invariants().ok());
 }
 
+// vLLM's admission (no headroom), so that both requests start and the cache runs out.
+SchedulerConfig greedy_cfg(int budget) {
+  SchedulerConfig c = cfg(budget);
+  c.schedule_conservativeness = 0.0;
+  return c;
+}
+
 TEST(Scheduler, RecomputePreemptsTheLatestArrivalAndResumes) {
-  FakeEngine e(cfg(64), make_kv(false, 6, 0));  // 24 slots
+  FakeEngine e(greedy_cfg(64), make_kv(false, 6, 0));  // 24 slots
   ASSERT_TRUE(e.sched().add_request(req(1, 8, 12, 0)).ok());
   ASSERT_TRUE(e.sched().add_request(req(2, 8, 12, 100)).ok());
   for (int i = 0; i < 100 && e.sched().has_unfinished(); ++i) {
@@ -215,7 +222,7 @@ TEST(Scheduler, RecomputePreemptsTheLatestArrivalAndResumes) {
 }
 
 TEST(Scheduler, SwapModeMovesBlocksOutAndBackIn) {
-  SchedulerConfig c = cfg(64);
+  SchedulerConfig c = greedy_cfg(64);
   c.preemption_mode = PreemptionMode::kSwap;
   FakeEngine e(c, make_kv(false, 6, 8));
   ASSERT_TRUE(e.sched().add_request(req(1, 8, 12, 0)).ok());
