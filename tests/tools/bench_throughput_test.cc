@@ -134,14 +134,24 @@ TEST(BenchThroughput, SmallCachePreemptsAndStillFinishesEverything) {
   const std::string wl = write_workload(in_sum, out_sum);
   const std::string json_path = temp_path("tp_small.json");
   std::string err;
-  // 20 blocks of 4 tokens (the longest request needs 16): running ones get preempted.
-  ASSERT_EQ(run_folio("bench throughput --model " + kModel + " --workload " + wl +
-                      " --block-size 4 --num-kv-blocks 20 --kv-cache-mode paged --output-json " +
-                      json_path, &err), 0) << err;
+  // 20 blocks of 4 tokens (the longest request needs 16): with vLLM's admission running ones
+  // get preempted.
+  const std::string cmd = "bench throughput --model " + kModel + " --workload " + wl +
+                          " --block-size 4 --num-kv-blocks 20 --kv-cache-mode paged";
+  ASSERT_EQ(run_folio(cmd + " --schedule-conservativeness 0 --output-json " + json_path, &err), 0)
+      << err;
   auto j = nlohmann::json::parse(slurp(json_path));
   expect_consistent(j, in_sum, out_sum);
   EXPECT_GT(j["num_preemptions"].get<int>(), 0);
   EXPECT_EQ(j["kv_num_blocks"], 20);
+  EXPECT_NE(err.find("total_num_cumulative_preemption="), std::string::npos) << err;
+  EXPECT_EQ(j["schedule_conservativeness"], 0.0);
+  // The default admission headroom holds requests back instead: everything, no preemption.
+  ASSERT_EQ(run_folio(cmd + " --output-json " + json_path, &err), 0) << err;
+  j = nlohmann::json::parse(slurp(json_path));
+  expect_consistent(j, in_sum, out_sum);
+  EXPECT_EQ(j["num_preemptions"].get<int>(), 0);
+  EXPECT_EQ(j["schedule_conservativeness"], 1.0);
 }
 
 TEST(BenchThroughput, BadInputExitsTwoWithAClearMessage) {
