@@ -27,6 +27,7 @@ Status EngineCore::step_async() {
   const auto scheduled_from = std::chrono::steady_clock::now();
   SchedulerOutput so = scheduler_->schedule();
   report_failed(so);
+  warn_preemptions(so);
   if (so.empty()) return finish_launched();  // nothing new to run: finish the step in flight
   StepTimer step_timer{counters_, scheduled_from};
   const auto scheduled_at = std::chrono::steady_clock::now();

@@ -99,6 +99,9 @@ class EngineCore {
   // `in_step`: called inside a timed step (else the wait is added to the step time here).
   Status finish_launched(bool in_step = false);
   void report_failed(const SchedulerOutput& so);
+  // vLLM's warning when the cache is too small for the batch: at the first preemption and every
+  // 50th, with what to change.
+  void warn_preemptions(const SchedulerOutput& so) const;
   void issue_block_copies(const SchedulerOutput& so);  // swaps and copy-on-write, in order
   void note_first_schedule(const SchedulerOutput& so);
   // A sequence whose token is being drawn this step, and where the result goes.

@@ -55,6 +55,20 @@ void EngineCore::report_failed(const SchedulerOutput& so) {
   }
 }
 
+void EngineCore::warn_preemptions(const SchedulerOutput& so) const {
+  if (so.preempted.empty()) return;
+  const int64_t total = scheduler_->stats().num_preemptions;
+  const int64_t first = total - static_cast<int64_t>(so.preempted.size()) + 1;
+  if (first > 1 && total / 50 == (first - 1) / 50) return;  // no 50th in [first, total]
+  const bool swap = config_.sched.preemption_mode == PreemptionMode::kSwap;
+  log_warn(std::to_string(so.preempted.size()) + " request(s) preempted (" +
+           (swap ? "swap, or recompute when the swap space is full" : "recompute") +
+           ") because the KV cache is full; total_num_cumulative_preemption=" +
+           std::to_string(total) +
+           ". This costs throughput: raise --gpu-memory-utilization or --tensor-parallel-size, "
+           "lower --max-num-seqs, or raise --schedule-conservativeness");
+}
+
 void EngineCore::note_first_schedule(const SchedulerOutput& so) {
   const auto now = std::chrono::steady_clock::now();
   for (const ScheduledSeq& e : so.seqs) {
@@ -82,6 +96,7 @@ Status EngineCore::step_sync() {
   const auto scheduled_from = std::chrono::steady_clock::now();
   SchedulerOutput so = scheduler_->schedule();
   report_failed(so);
+  warn_preemptions(so);
   if (so.empty()) return Status();
   // Times this step from before schedule() (the host loop includes scheduling); steps with no
   // work return above, so an idle engine's empty steps are not counted.
