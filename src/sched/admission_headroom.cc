@@ -12,8 +12,6 @@ bool output_is_certain(const SamplingParams& p) {
   return p.ignore_eos && p.stop.empty() && p.stop_token_ids.empty() && !p.use_beam_search;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 }  // namespace
 
 AdmissionHeadroom::AdmissionHeadroom(double conservativeness, int max_model_len)
@@ -32,19 +30,34 @@ int64_t AdmissionHeadroom::expected_output(const SequenceGroup& g, const Sequenc
       std::ceil(ratio_ * static_cast<double>(std::min<int64_t>(remaining, kClipOutputTokens))));
 }
 
-int64_t AdmissionHeadroom::expected_blocks(const SequenceGroup& g, const KvCacheManager& kv) const {
-  if (!enabled()) return 0;
-  const int64_t bs = kv.block_size();
-  int64_t blocks = 0;
+void AdmissionHeadroom::add_growth(const SequenceGroup& g, int block_size,
+                                   std::vector<Growth>* out) const {
   for (const Sequence& s : g.seqs) {
     if (s.finished()) continue;
-    const int64_t out = expected_output(g, s);
-    const int64_t held = kv.has_seq(s.id) ? static_cast<int64_t>(kv.block_table(s.id).size()) : 0;
-    blocks += std::max<int64_t>(0, ceil_div(s.num_tokens() + out, bs) - held);
-    if (!g.forked)  // the siblings the prompt's end will fork: their outputs and a copied block
-      blocks += int64_t{g.params.n - 1} * (ceil_div(out, bs) + 1);
+    const int64_t left = expected_output(g, s);
+    out->push_back({s.num_tokens(), left});
+    if (!g.forked)  // the siblings the prompt's end will fork: a copied block each, then outputs
+      for (int i = 1; i < g.params.n; ++i) out->push_back({block_size, left});
   }
-  return blocks;
+}
+
+int64_t AdmissionHeadroom::peak_blocks(std::span<const Growth> by_left_desc, int block_size) {
+  const int64_t bs = block_size;
+  int64_t peak = 0, lengths = 0;
+  for (size_t i = 0; i < by_left_desc.size(); ++i) {
+    lengths += by_left_desc[i].length;
+    const int64_t alive = static_cast<int64_t>(i) + 1;
+    // sum_j ceil((length_j + left_i) / bs) <= (sum_j length_j + alive x (left_i + bs - 1)) / bs
+    const int64_t tokens = lengths + alive * (by_left_desc[i].left + bs - 1);
+    peak = std::max(peak, tokens / bs);
+  }
+  return peak;
+}
+
+void AdmissionHeadroom::insert_sorted(std::vector<Growth>& by_left_desc, const Growth& e) {
+  auto at = std::upper_bound(by_left_desc.begin(), by_left_desc.end(), e,
+                             [](const Growth& a, const Growth& b) { return a.left > b.left; });
+  by_left_desc.insert(at, e);
 }
 
 void AdmissionHeadroom::end_step(bool preempted, bool decoded, bool idle) {

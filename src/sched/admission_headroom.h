@@ -3,35 +3,49 @@
 // steps later (SGLang's admission control, `--schedule-conservativeness`; vLLM admits whatever
 // prompt chunk fits and preempts by recompute when the cache runs out).
 //
-// Each live sequence is expected to grow to its current length plus the output it may still
-// produce:
+// Each live sequence is an entry (length now, tokens it is still expected to produce):
 //   - certain outputs (ignore_eos, no stop strings or stop ids, not beam search: the request
 //     runs to max_tokens, as in every benchmark) count in full;
 //   - other outputs count as ratio x min(remaining, 4096): the ratio starts at
 //     min(0.7 x conservativeness, 1), decays linearly over 600 steps that decode to 0.14 of
 //     that, and returns to its start after a preemption or when nothing runs (SGLang's
 //     constants: a request that may stop at EOS rarely uses all of max_tokens).
-// Expected blocks = ceil(expected length / block size) - blocks it holds now, at least 0. A
-// group of n > 1 not yet forked also counts its n - 1 siblings' outputs (and their partial
-// prompt block, copied on write). Prefix sharing is not credited: the estimate errs high.
+// A group of n > 1 not yet forked also has its n - 1 siblings as entries (a copied block each).
+// The check is LightLLM's (its router's admission test for TokenAttention): if every entry grows
+// by one token per step until its expected output ends, the cache holds the most just before an
+// entry ends; with the entries sorted by tokens left, longest first, that peak is
+//   max over i of  sum_{j <= i} (length_j + left_i),
+// which is exact for certain outputs and far below the sum of final lengths when outputs differ
+// (early finishers free their blocks before the long ones peak). Prefix sharing is not credited.
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "core/request.h"
-#include "kv/kv_cache_manager.h"
 
 namespace folio {
 
 class AdmissionHeadroom {
  public:
-  // conservativeness 0 turns the headroom off (every expected_blocks is 0).
+  struct Growth {
+    int64_t length;  // tokens now (an uncomputed prompt counts: its blocks come soon)
+    int64_t left;    // tokens still expected
+  };
+
+  // conservativeness 0 turns the headroom off.
   AdmissionHeadroom(double conservativeness, int max_model_len);
 
   bool enabled() const { return init_ratio_ > 0.0; }
   double ratio() const { return ratio_; }
-  // Blocks `g`'s live sequences are still expected to need beyond what they hold in `kv`.
-  int64_t expected_blocks(const SequenceGroup& g, const KvCacheManager& kv) const;
+  // Appends the entries of `g`'s live sequences (and of the siblings it will fork).
+  void add_growth(const SequenceGroup& g, int block_size, std::vector<Growth>* out) const;
+  // The most blocks of `block_size` tokens the entries hold at once (the peak above, with a
+  // partial block per entry), for entries sorted by `left`, largest first.
+  static int64_t peak_blocks(std::span<const Growth> by_left_desc, int block_size);
+  // Inserts `e` into `by_left_desc`, keeping it sorted by left, largest first.
+  static void insert_sorted(std::vector<Growth>& by_left_desc, const Growth& e);
   // Once per schedule(): `preempted` this step, the step `decoded` (ran decode rows), `idle`
   // (no group runs after it).
   void end_step(bool preempted, bool decoded, bool idle);

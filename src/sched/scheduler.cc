@@ -200,15 +200,29 @@ void Scheduler::schedule_swapped(SchedulerOutput& out) {
   }
 }
 
-int64_t Scheduler::running_headroom() const {
-  int64_t blocks = 0;
-  if (headroom_.enabled())
-    for (const SequenceGroup* g : running_) blocks += headroom_.expected_blocks(*g, kv_);
-  return blocks;
+int64_t Scheduler::running_growth(std::vector<AdmissionHeadroom::Growth>* growth) const {
+  int64_t held = 0;
+  for (const SequenceGroup* g : running_) {
+    headroom_.add_growth(*g, kv_.block_size(), growth);
+    held += blocks_held(*g);
+  }
+  std::stable_sort(growth->begin(), growth->end(),
+                   [](const auto& a, const auto& b) { return a.left > b.left; });
+  return held;
+}
+
+int64_t Scheduler::blocks_held(const SequenceGroup& g) const {
+  int64_t held = 0;
+  for (const Sequence& s : g.seqs)
+    if (!s.finished() && kv_.has_seq(s.id)) held += static_cast<int64_t>(kv_.block_table(s.id).size());
+  return held;
 }
 
 void Scheduler::schedule_waiting(SchedulerOutput& out) {
-  int64_t headroom = -1;  // running_headroom(), computed on the first admission that needs it
+  // The admission headroom's view, built on the first admission that needs it: the growth of
+  // the running sequences (sorted by tokens left) and the blocks they hold now.
+  std::vector<AdmissionHeadroom::Growth> growth;
+  int64_t held = -1;
   while (!waiting_.empty() && budget_ > 0 && seqs_left_ > 0) {
     SequenceGroup* g = waiting_.front();
     for (Sequence& s : g->seqs)
@@ -217,17 +231,21 @@ void Scheduler::schedule_waiting(SchedulerOutput& out) {
     std::vector<Planned> p = plan(g, budget_, seqs_left_);
     const int need = p.empty() ? 0 : blocks_needed(p);
     bool fits = !p.empty() && need <= kv_.num_free_blocks();
-    int64_t expected = 0;
+    int64_t g_held = 0;
     if (fits && headroom_.enabled() && !running_.empty()) {
-      // The first group into an idle cache always goes in; later ones leave the running
-      // groups' expected growth free, and must fit their own.
-      if (headroom < 0) headroom = running_headroom();
-      expected = headroom_.expected_blocks(*g, kv_);
-      fits = headroom + std::max<int64_t>(expected, need) <= kv_.num_free_blocks();
+      // The first group into an idle cache always goes in; a later one must keep the peak of
+      // everyone's expected growth, its own included, within the cache (the blocks held now and
+      // the free ones). Its entries stay in `growth` only if it is admitted (else we return).
+      if (held < 0) held = running_growth(&growth);
+      std::vector<AdmissionHeadroom::Growth> mine;
+      headroom_.add_growth(*g, kv_.block_size(), &mine);
+      for (const auto& e : mine) AdmissionHeadroom::insert_sorted(growth, e);
+      g_held = blocks_held(*g);
+      fits = AdmissionHeadroom::peak_blocks(growth, kv_.block_size()) <=
+             kv_.num_free_blocks() + held + g_held;
     }
     if (fits) {
-      // What this group still needs after the blocks this step allocates for it.
-      if (headroom >= 0) headroom += std::max<int64_t>(0, expected - need);
+      if (held >= 0) held += g_held + need;  // what it holds once this step's blocks are in
       dequeue(waiting_, g);
       g->status = SeqStatus::kRunning;
       for (Sequence& s : g->seqs)

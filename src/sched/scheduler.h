@@ -13,8 +13,8 @@
 //   3. waiting groups are admitted with a prefix-cache lookup (only when nothing is swapped
 //      out and nothing was preempted), stopping at the first that does not fit (FCFS,
 //      priority order: lower priority value first, or longest output budget first; ties by
-//      arrival); with schedule_conservativeness > 0, "fits" also leaves the blocks the running
-//      groups and the new one are expected to grow into (AdmissionHeadroom).
+//      arrival); with schedule_conservativeness > 0, "fits" also means that the cache holds
+//      the peak of the running groups' and the new one's expected growth (AdmissionHeadroom).
 // Rank everywhere = policy key (arrival, (priority, arrival) or (-output budget, arrival)); the
 // preemption victim is the highest key. A request that can never fit is finished with an error,
 // never stalls the queue.
@@ -109,8 +109,10 @@ class Scheduler {
   void schedule_running(SchedulerOutput& out, bool prefill_pass);
   void schedule_swapped(SchedulerOutput& out);
   void schedule_waiting(SchedulerOutput& out);
-  // Blocks the running groups are still expected to grow into (0 with the headroom off).
-  int64_t running_headroom() const;
+  // Appends the running groups' growth entries to `growth`, sorted by tokens left (largest
+  // first); returns the blocks their live sequences hold.
+  int64_t running_growth(std::vector<AdmissionHeadroom::Growth>* growth) const;
+  int64_t blocks_held(const SequenceGroup& g) const;  // by g's live sequences
   // Lowest-ranked running group not scheduled this step and not `except`, or nullptr.
   SequenceGroup* pick_victim(const SequenceGroup* except) const;
   void preempt(SequenceGroup* g, SchedulerOutput& out);

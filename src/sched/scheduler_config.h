@@ -38,12 +38,12 @@ struct SchedulerConfig {
   // measured on an H200 (session 42: B1 +2-3%, decode attention -16%); FOLIO_DECODE_ROWS=queue
   // turns it off.
   bool decode_rows_longest_first = true;
-  // SGLang's --schedule-conservativeness: a waiting group is admitted only when the free KV
-  // blocks also cover the growth the running groups (and it) are still expected to need
-  // (AdmissionHeadroom: outputs that must run to max_tokens in full, others by a decaying
-  // ratio), so a batch does not fill the cache with prompts and then preempt. Larger values
-  // reserve more for outputs that may stop early. 0: vLLM's admission (any prompt chunk that fits
-  // now), and preemption when the cache runs out.
+  // SGLang's --schedule-conservativeness: a waiting group is admitted only when the cache holds
+  // the peak of the running groups' (and its) expected growth (AdmissionHeadroom: outputs that
+  // must run to max_tokens in full, others by a decaying ratio; LightLLM's peak over the order
+  // in which they end), so a batch does not fill the cache with prompts and then preempt.
+  // Larger values reserve more for outputs that may stop early. 0: vLLM's admission (any prompt
+  // chunk that fits now), and preemption when the cache runs out.
   double schedule_conservativeness = 1.0;
 
   Status validate() const;

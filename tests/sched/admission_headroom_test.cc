@@ -3,6 +3,7 @@
 // preemption; and the Scheduler holding prompts back on it instead of preempting later.
 #include "sched/admission_headroom.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -33,52 +34,76 @@ SequenceGroup group(SeqId id, int prompt, int max_tokens, bool ignore_eos, int n
   return g;
 }
 
+using Growth = AdmissionHeadroom::Growth;
+
+std::vector<Growth> growth_of(const AdmissionHeadroom& h, const SequenceGroup& g, int bs = 4) {
+  std::vector<Growth> out;
+  h.add_growth(g, bs, &out);
+  return out;
+}
+
+MATCHER_P2(IsGrowth, length, left, "") { return arg.length == length && arg.left == left; }
+
 TEST(AdmissionHeadroom, CertainOutputsCountInFullOthersByTheRatio) {
-  auto kv = make_kv(false, 64, 0);
   AdmissionHeadroom h(1.0, 256);
   EXPECT_DOUBLE_EQ(h.ratio(), 0.7);
-  // 6 prompt + 20 output tokens = 26 -> 7 blocks of 4.
-  EXPECT_EQ(h.expected_blocks(group(1, 6, 20, true), *kv), 7);
-  // May stop at EOS: 6 + ceil(0.7 x 20) = 20 tokens -> 5 blocks.
-  EXPECT_EQ(h.expected_blocks(group(1, 6, 20, false), *kv), 5);
+  EXPECT_THAT(growth_of(h, group(1, 6, 20, true)), ::testing::ElementsAre(IsGrowth(6, 20)));
+  // May stop at EOS: ceil(0.7 x 20) = 14 tokens expected.
+  EXPECT_THAT(growth_of(h, group(1, 6, 20, false)), ::testing::ElementsAre(IsGrowth(6, 14)));
   SequenceGroup stops = group(1, 6, 20, true);
   stops.params.stop = {"\n"};  // a stop string can end it early too
-  EXPECT_EQ(h.expected_blocks(stops, *kv), 5);
+  EXPECT_THAT(growth_of(h, stops), ::testing::ElementsAre(IsGrowth(6, 14)));
   SequenceGroup beam = group(1, 6, 20, true);
   beam.params.use_beam_search = true;
-  EXPECT_EQ(h.expected_blocks(beam, *kv), 5);
-  // max_model_len caps the output: 6 + min(20, 16 - 6) = 16 tokens -> 4 blocks.
+  EXPECT_THAT(growth_of(h, beam), ::testing::ElementsAre(IsGrowth(6, 14)));
+  // max_model_len caps the output: min(20, 16 - 6) = 10.
   AdmissionHeadroom short_model(1.0, 16);
-  EXPECT_EQ(short_model.expected_blocks(group(1, 6, 20, true), *kv), 4);
+  EXPECT_THAT(growth_of(short_model, group(1, 6, 20, true)),
+              ::testing::ElementsAre(IsGrowth(6, 10)));
 }
 
-TEST(AdmissionHeadroom, HeldBlocksAndGeneratedTokensAreSubtracted) {
-  auto kv = make_kv(false, 64, 0);
+TEST(AdmissionHeadroom, GeneratedTokensCountAndFinishedSequencesDoNot) {
   AdmissionHeadroom h(1.0, 256);
   SequenceGroup g = group(1, 6, 20, true);
-  EXPECT_EQ(kv->get_computed_prefix(1, g.seqs[0].tokens, ""), 0);
-  ASSERT_TRUE(kv->append_slots(1, 6));  // the prompt's 2 blocks
-  EXPECT_EQ(h.expected_blocks(g, *kv), 5);
   for (int i = 0; i < 12; ++i) g.seqs[0].tokens.push_back(7);  // 12 generated, 8 to go
-  ASSERT_TRUE(kv->append_slots(1, 18));                        // 5 blocks held, 26 -> 7
-  EXPECT_EQ(h.expected_blocks(g, *kv), 2);
+  EXPECT_THAT(growth_of(h, g), ::testing::ElementsAre(IsGrowth(18, 8)));
   g.seqs[0].status = SeqStatus::kFinishedLength;
-  EXPECT_EQ(h.expected_blocks(g, *kv), 0);  // finished sequences grow no more
+  EXPECT_TRUE(growth_of(h, g).empty());
 }
 
-TEST(AdmissionHeadroom, SiblingsNotYetForkedCountTheirOutputs) {
-  auto kv = make_kv(false, 64, 0);
+TEST(AdmissionHeadroom, SiblingsNotYetForkedAreEntriesToo) {
   AdmissionHeadroom h(1.0, 256);
-  // The leader 7 blocks; each of the 2 siblings 20 tokens (5 blocks) and a copied block.
-  EXPECT_EQ(h.expected_blocks(group(1, 6, 20, true, /*n=*/3), *kv), 7 + 2 * 6);
+  // The leader, then 2 siblings with a copied block (4 tokens) each and the same output.
+  EXPECT_THAT(growth_of(h, group(1, 6, 20, true, /*n=*/3)),
+              ::testing::ElementsAre(IsGrowth(6, 20), IsGrowth(4, 20), IsGrowth(4, 20)));
 }
 
 TEST(AdmissionHeadroom, UncertainOutputsAreClipped) {
-  auto kv = make_kv(false, 4096, 0);
   AdmissionHeadroom h(1.0, 100000);
-  // 4 + ceil(0.7 x 4096) = 2872 tokens -> 718 blocks; certain: 4 + 10000 -> 2501.
-  EXPECT_EQ(h.expected_blocks(group(1, 4, 10000, false), *kv), 718);
-  EXPECT_EQ(h.expected_blocks(group(1, 4, 10000, true), *kv), 2501);
+  // ceil(0.7 x 4096) = 2868; certain: all 10000.
+  EXPECT_THAT(growth_of(h, group(1, 4, 10000, false)), ::testing::ElementsAre(IsGrowth(4, 2868)));
+  EXPECT_THAT(growth_of(h, group(1, 4, 10000, true)), ::testing::ElementsAre(IsGrowth(4, 10000)));
+}
+
+TEST(AdmissionHeadroom, ThePeakComesJustBeforeAnEntryEnds) {
+  // A: 10 tokens, 30 to go; B: 50 tokens, 5 to go. In tokens the peak is at t = 5 (A 15, B 55:
+  // 70), not the sum of final lengths (95); at t = 30 only A is left (40).
+  const std::vector<Growth> by_left = {{10, 30}, {50, 5}};
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(by_left, 1), 70);
+  // Blocks of 4, a partial block per entry allowed for: (60 + 2 x (5 + 3)) / 4 = 19 (exactly: 4
+  // + 14 = 18 at t = 5).
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(by_left, 4), 19);
+  // Equal outputs (B2's shape): the peak is the sum of final lengths.
+  const std::vector<Growth> equal = {{8, 16}, {8, 16}, {8, 16}};
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(equal, 1), 72);
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks({}, 4), 0);
+}
+
+TEST(AdmissionHeadroom, InsertSortedKeepsTheLongestLeftFirst) {
+  std::vector<Growth> v;
+  for (int64_t left : {5, 30, 12, 30, 1}) AdmissionHeadroom::insert_sorted(v, {left, left});
+  ASSERT_EQ(v.size(), 5u);
+  for (size_t i = 1; i < v.size(); ++i) EXPECT_GE(v[i - 1].left, v[i].left);
 }
 
 TEST(AdmissionHeadroom, TheRatioDecaysOverDecodeStepsAndReturnsAfterPreemption) {
@@ -97,13 +122,11 @@ TEST(AdmissionHeadroom, TheRatioDecaysOverDecodeStepsAndReturnsAfterPreemption) 
 }
 
 TEST(AdmissionHeadroom, ConservativenessScalesTheRatioAndZeroTurnsItOff) {
-  auto kv = make_kv(false, 64, 0);
-  AdmissionHeadroom off(0.0, 256);
-  EXPECT_FALSE(off.enabled());
-  EXPECT_EQ(off.expected_blocks(group(1, 6, 20, true), *kv), 0);
+  EXPECT_FALSE(AdmissionHeadroom(0.0, 256).enabled());
   AdmissionHeadroom careful(2.0, 256);
+  EXPECT_TRUE(careful.enabled());
   EXPECT_DOUBLE_EQ(careful.ratio(), 1.0);  // 0.7 x 2, at most 1
-  EXPECT_EQ(careful.expected_blocks(group(1, 6, 20, false), *kv), 7);
+  EXPECT_THAT(growth_of(careful, group(1, 6, 20, false)), ::testing::ElementsAre(IsGrowth(6, 20)));
 }
 
 Request certain_request(GroupId id, int prompt, int max_tokens) {
@@ -117,6 +140,7 @@ Request certain_request(GroupId id, int prompt, int max_tokens) {
 }
 
 struct FourRun {
+  int first_running = 0;  // after the first step
   int peak_running = 0;
   int64_t preemptions = 0;
   std::map<FakeEngine::StreamKey, std::vector<TokenId>> streams;
@@ -136,6 +160,7 @@ FourRun run_four(double conservativeness) {
   for (int i = 0; i < 500 && e.sched().has_unfinished(); ++i) {
     e.step();
     r.peak_running = std::max(r.peak_running, e.sched().num_running());
+    if (i == 0) r.first_running = e.sched().num_running();
     EXPECT_TRUE(e.kv().check_invariants().ok());
   }
   EXPECT_FALSE(e.sched().has_unfinished());
@@ -148,13 +173,36 @@ FourRun run_four(double conservativeness) {
 TEST(AdmissionHeadroomScheduler, HoldsPromptsBackInsteadOfPreempting) {
   const FourRun greedy = run_four(0.0);
   const FourRun headroom = run_four(1.0);
-  EXPECT_EQ(greedy.peak_running, 4);  // every prompt fits at first (2 blocks each)...
-  EXPECT_GT(greedy.preemptions, 0);   // ...and the outputs do not
-  EXPECT_EQ(headroom.peak_running, 2);  // 2 x 6 blocks fit in 16, a third would need 18
+  EXPECT_EQ(greedy.first_running, 4);  // every prompt fits at first (2 blocks each)...
+  EXPECT_GT(greedy.preemptions, 0);    // ...and the outputs do not
+  // 2 x 6 blocks fit in 16, a third would need 18: two start; a third joins only when the first
+  // two are about to end and free theirs.
+  EXPECT_EQ(headroom.first_running, 2);
+  EXPECT_EQ(headroom.peak_running, 3);
   EXPECT_EQ(headroom.preemptions, 0);
   ASSERT_EQ(greedy.streams.size(), 4u);
   EXPECT_EQ(greedy.streams, headroom.streams);
   for (const auto& [key, tokens] : headroom.streams) EXPECT_EQ(tokens.size(), 16u);
+}
+
+// 16 blocks of 4: one output of 40 and two of 4. The sum of final lengths (12 + 3 + 3 blocks)
+// would hold the third back; the peak (12 blocks, once the short ones end) lets all three run,
+// and none is preempted.
+TEST(AdmissionHeadroomScheduler, UnevenOutputsRunTogetherWithinThePeak) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 64;
+  c.max_num_seqs = 8;
+  c.max_model_len = 64;
+  FakeEngine e(c, make_kv(false, 16, 0));
+  ASSERT_TRUE(e.sched().add_request(certain_request(1, 8, 40)).ok());
+  ASSERT_TRUE(e.sched().add_request(certain_request(2, 8, 4)).ok());
+  ASSERT_TRUE(e.sched().add_request(certain_request(3, 8, 4)).ok());
+  ASSERT_TRUE(e.step());
+  EXPECT_EQ(e.sched().num_running(), 3);
+  for (int i = 0; i < 100 && e.sched().has_unfinished(); ++i) e.step();
+  EXPECT_FALSE(e.sched().has_unfinished());
+  EXPECT_EQ(e.sched().stats().num_preemptions, 0);
+  EXPECT_EQ(e.streams().at({1, 0}).size(), 40u);
 }
 
 TEST(AdmissionHeadroomScheduler, TheFirstRequestIntoAnIdleCacheAlwaysStarts) {
