@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -42,6 +43,7 @@ Load draw(int n, double mean_out, int max_tokens, uint64_t seed) {
 struct SimResult {
   int64_t steps = 0, preemptions = 0, computed_tokens = 0, decode_rows = 0;
   double modelled_s = 0;
+  double schedule_s = 0;  // host time in Scheduler::schedule(), measured
   bool all_finished = false;
 };
 
@@ -76,7 +78,9 @@ SimResult simulate(const Load& load, int max_tokens, Mode mode, double conservat
   }
   SimResult res;
   for (int guard = 0; guard < 1000000 && sched.has_unfinished(); ++guard) {
+    const auto t0 = std::chrono::steady_clock::now();
     SchedulerOutput out = sched.schedule();
+    res.schedule_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (out.empty()) continue;
     StepResult step;
     int64_t tokens = 0, contexts = 0;
@@ -119,10 +123,11 @@ TEST(AdmissionSimBench, B2AsMeasured) {
       const SimResult r = simulate(load, 1024, mode, cons, blocks, seats);
       ASSERT_TRUE(r.all_finished);
       std::printf("B2 %d blocks %d seats %s cons %.1f: %lld steps, %lld preemptions, %.1f rows/step, "
-                  "model %.1f s, %.0f out tok/s\n", blocks, seats,
-                  mode == Mode::kCertain ? "certain" : "capped", cons,
+                  "model %.1f s, %.0f out tok/s; schedule() %.1f us per step on this host\n",
+                  blocks, seats, mode == Mode::kCertain ? "certain" : "capped", cons,
                   static_cast<long long>(r.steps), static_cast<long long>(r.preemptions),
-                  double(r.decode_rows) / double(r.steps), r.modelled_s, 1024000.0 / r.modelled_s);
+                  double(r.decode_rows) / double(r.steps), r.modelled_s, 1024000.0 / r.modelled_s,
+                  1e6 * r.schedule_s / double(r.steps));
     }
   }
 }
