@@ -61,9 +61,7 @@ Result<std::string> resolve_batch_limits_for(bool on_cuda, EngineConfig& config)
   if (on_cuda) FOLIO_RETURN_IF_ERROR(cuda_device_summary(gpu.name, gpu.total_memory));
 #endif
   resolve_batch_limits(config, on_cuda ? &gpu : nullptr);
-  auto said = [](int was, int now) {
-    return std::to_string(now) + (was == 0 ? " (default)" : "");
-  };
+  auto said = [](int was, int now) { return std::to_string(now) + (was == 0 ? " (default)" : ""); };
   return "scheduler: max_num_batched_tokens " +
          said(before.max_num_batched_tokens, config.sched.max_num_batched_tokens) +
          ", max_num_seqs " + said(before.max_num_seqs, config.sched.max_num_seqs) + " for " +

@@ -61,12 +61,12 @@ void EngineCore::warn_preemptions(const SchedulerOutput& so) const {
   const int64_t first = total - static_cast<int64_t>(so.preempted.size()) + 1;
   if (first > 1 && total / 50 == (first - 1) / 50) return;  // no 50th in [first, total]
   const bool swap = config_.sched.preemption_mode == PreemptionMode::kSwap;
-  log_warn(std::to_string(so.preempted.size()) + " request(s) preempted (" +
-           (swap ? "swap, or recompute when the swap space is full" : "recompute") +
-           ") because the KV cache is full; total_num_cumulative_preemption=" +
-           std::to_string(total) +
-           ". This costs throughput: raise --gpu-memory-utilization or --tensor-parallel-size, "
-           "lower --max-num-seqs, or raise --schedule-conservativeness");
+  log_warn(
+      std::to_string(so.preempted.size()) + " request(s) preempted (" +
+      (swap ? "swap, or recompute when the swap space is full" : "recompute") +
+      ") because the KV cache is full; total_num_cumulative_preemption=" + std::to_string(total) +
+      ". This costs throughput: raise --gpu-memory-utilization or --tensor-parallel-size, "
+      "lower --max-num-seqs, or raise --schedule-conservativeness");
 }
 
 void EngineCore::note_first_schedule(const SchedulerOutput& so) {

@@ -7,9 +7,7 @@
 namespace folio {
 
 Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv)
-    : config_(config),
-      kv_(kv),
-      headroom_(config.schedule_conservativeness, config.max_model_len) {
+    : config_(config), kv_(kv), headroom_(config.schedule_conservativeness, config.max_model_len) {
   FOLIO_CHECK(config.validate().ok(), "invalid SchedulerConfig");
 }
 
@@ -214,7 +212,8 @@ int64_t Scheduler::running_growth(std::vector<AdmissionHeadroom::Growth>* growth
 int64_t Scheduler::blocks_held(const SequenceGroup& g) const {
   int64_t held = 0;
   for (const Sequence& s : g.seqs)
-    if (!s.finished() && kv_.has_seq(s.id)) held += static_cast<int64_t>(kv_.block_table(s.id).size());
+    if (!s.finished() && kv_.has_seq(s.id))
+      held += static_cast<int64_t>(kv_.block_table(s.id).size());
   return held;
 }
 

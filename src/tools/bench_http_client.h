@@ -1,7 +1,8 @@
 // A small streaming HTTP/1.1 client for the serving benchmark (Boost.Beast over Asio): many
-// requests (POSTs of completions; a GET of the server's /metrics) in flight on one io_context, each on its own connection, each bounded by a deadline,
-// the response body handed over as it arrives (chunked transfer decoded) so the caller can
-// timestamp every server-sent event. Plain http only (benchmarks run beside the server).
+// requests (POSTs of completions; a GET of the server's /metrics) in flight on one io_context, each
+// on its own connection, each bounded by a deadline, the response body handed over as it arrives
+// (chunked transfer decoded) so the caller can timestamp every server-sent event. Plain http only
+// (benchmarks run beside the server).
 //
 // Threading: a request's callbacks run on the io_context's thread(s); start_streaming_request()
 // must be called from that thread or before run().

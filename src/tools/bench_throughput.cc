@@ -66,25 +66,26 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
 nlohmann::json throughput_json(const ThroughputResult& r) {
   const double t = r.elapsed_s > 0 ? r.elapsed_s : 0.0;
   auto per_s = [t](double x) { return t > 0 ? x / t : 0.0; };
-  return {{"requests_per_second", per_s(r.num_requests - r.num_failed)},
-          {"output_tokens_per_second", per_s(static_cast<double>(r.output_tokens))},
-          {"total_tokens_per_second", per_s(static_cast<double>(r.prompt_tokens + r.output_tokens))},
-          {"elapsed_seconds", t},
-          {"num_requests", r.num_requests},
-          {"num_failed", r.num_failed},
-          {"prompt_tokens", r.prompt_tokens},
-          {"output_tokens", r.output_tokens},
-          {"num_steps", r.num_steps},
-          {"num_preemptions", r.num_preemptions},
-          {"kv_slot_utilization", r.kv_slot_utilization},
-          {"peak_running_sequences", r.peak_running_sequences},
-          {"peak_kv_blocks_used", r.peak_kv_blocks_used},
-          {"kv_num_blocks", r.kv_num_blocks},
-          {"kv_block_size", r.kv_block_size},
-          {"kv_cache_dtype", r.kv_cache_dtype},
-          {"max_num_batched_tokens", r.max_num_batched_tokens},
-          {"max_num_seqs", r.max_num_seqs},
-          {"schedule_conservativeness", r.schedule_conservativeness}};
+  return {
+      {"requests_per_second", per_s(r.num_requests - r.num_failed)},
+      {"output_tokens_per_second", per_s(static_cast<double>(r.output_tokens))},
+      {"total_tokens_per_second", per_s(static_cast<double>(r.prompt_tokens + r.output_tokens))},
+      {"elapsed_seconds", t},
+      {"num_requests", r.num_requests},
+      {"num_failed", r.num_failed},
+      {"prompt_tokens", r.prompt_tokens},
+      {"output_tokens", r.output_tokens},
+      {"num_steps", r.num_steps},
+      {"num_preemptions", r.num_preemptions},
+      {"kv_slot_utilization", r.kv_slot_utilization},
+      {"peak_running_sequences", r.peak_running_sequences},
+      {"peak_kv_blocks_used", r.peak_kv_blocks_used},
+      {"kv_num_blocks", r.kv_num_blocks},
+      {"kv_block_size", r.kv_block_size},
+      {"kv_cache_dtype", r.kv_cache_dtype},
+      {"max_num_batched_tokens", r.max_num_batched_tokens},
+      {"max_num_seqs", r.max_num_seqs},
+      {"schedule_conservativeness", r.schedule_conservativeness}};
 }
 
 }  // namespace folio::tools

@@ -44,7 +44,7 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
 
 // requests_per_second, output_tokens_per_second, total_tokens_per_second, elapsed_seconds,
 // kv_slot_utilization, num_preemptions, peak_running_sequences, kv_cache_dtype,
-// max_num_batched_tokens, max_num_seqs and the raw counts.
+// max_num_batched_tokens, max_num_seqs, schedule_conservativeness and the raw counts.
 nlohmann::json throughput_json(const ThroughputResult& r);
 
 // Aborts, when it goes out of scope, every request it saw added that is still live: an early

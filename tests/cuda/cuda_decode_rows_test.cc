@@ -26,7 +26,8 @@ std::vector<GenerateRequest> uneven_requests(int vocab) {
   std::mt19937 rng(42);
   std::vector<GenerateRequest> reqs;
   for (int i = 0; i < 24; ++i) {
-    const int len = i % 5 == 0 ? 300 + static_cast<int>(rng() % 300) : 3 + static_cast<int>(rng() % 90);
+    const int len =
+        i % 5 == 0 ? 300 + static_cast<int>(rng() % 300) : 3 + static_cast<int>(rng() % 90);
     GenerateRequest g;
     for (int t = 0; t < len; ++t) g.prompt_token_ids.push_back(static_cast<int32_t>(rng() % vocab));
     g.params.max_tokens = 4 + static_cast<int>(rng() % 37);
@@ -62,7 +63,8 @@ TEST(CudaDecodeRows, LongestFirstGivesTheQueueOrdersTokensAndLogprobs) {
         EXPECT_TRUE(engine.ok()) << engine.status().to_string();
         return run_all(**engine, reqs);
       };
-      const std::string what = std::string(token ? "token" : "paged") + (eager ? " eager" : " graphs");
+      const std::string what =
+          std::string(token ? "token" : "paged") + (eager ? " eager" : " graphs");
       const auto queue = run(false), longest = run(true);
       for (size_t i = 0; i < reqs.size(); ++i) {
         ASSERT_EQ(queue.outputs[i].deltas.size(), 1u) << what;

@@ -1,5 +1,5 @@
-// The step budget and seats left unset: vLLM V1's defaults by GPU and use (engine/batch_defaults.h),
-// and load_engine filling them for the backend it picks.
+// The step budget and seats left unset: vLLM V1's defaults by GPU and use
+// (engine/batch_defaults.h), and load_engine filling them for the backend it picks.
 #include "engine/batch_defaults.h"
 
 #include <gtest/gtest.h>

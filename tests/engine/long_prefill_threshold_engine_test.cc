@@ -19,7 +19,8 @@ std::vector<GenerateRequest> mixed_lengths(int vocab) {
   std::vector<GenerateRequest> reqs;
   for (int i = 0; i < 10; ++i) {
     GenerateRequest g;
-    const int len = i % 3 == 0 ? 90 + static_cast<int>(rng() % 60) : 2 + static_cast<int>(rng() % 20);
+    const int len =
+        i % 3 == 0 ? 90 + static_cast<int>(rng() % 60) : 2 + static_cast<int>(rng() % 20);
     for (int t = 0; t < len; ++t) g.prompt_token_ids.push_back(static_cast<int32_t>(rng() % vocab));
     g.params.temperature = 0.0f;
     g.params.has_temperature = true;

@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <numeric>
 
 #include "fake_engine.h"
 #include "sched/scheduler.h"
@@ -42,7 +41,9 @@ std::vector<Growth> growth_of(const AdmissionHeadroom& h, const SequenceGroup& g
   return out;
 }
 
-MATCHER_P2(IsGrowth, length, left, "") { return arg.length == length && arg.left == left; }
+MATCHER_P2(IsGrowth, length, left, "") {
+  return arg.length == length && arg.left == left;
+}
 
 TEST(AdmissionHeadroom, CertainOutputsCountInFullOthersByTheRatio) {
   AdmissionHeadroom h(1.0, 256);
@@ -130,11 +131,7 @@ TEST(AdmissionHeadroom, ConservativenessScalesTheRatioAndZeroTurnsItOff) {
 }
 
 Request certain_request(GroupId id, int prompt, int max_tokens) {
-  Request r;
-  r.id = id;
-  r.prompt.resize(static_cast<size_t>(prompt));
-  std::iota(r.prompt.begin(), r.prompt.end(), static_cast<TokenId>(50 * id));
-  r.params.max_tokens = max_tokens;
+  Request r = testing::iota_request(id, prompt, max_tokens, static_cast<TokenId>(50 * id));
   r.params.ignore_eos = true;
   return r;
 }

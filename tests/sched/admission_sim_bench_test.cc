@@ -117,17 +117,19 @@ TEST(AdmissionSimBench, B2AsMeasured) {
   Load load;
   load.prompt.assign(1000, 1024);
   load.output.assign(1000, 1024);
-  for (auto [blocks, seats] : {std::pair{58903, 1024}, std::pair{29418, 256}, std::pair{29418, 1024}}) {
+  for (auto [blocks, seats] :
+       {std::pair{58903, 1024}, std::pair{29418, 256}, std::pair{29418, 1024}}) {
     for (auto [mode, cons] : {std::pair{Mode::kCertain, 0.0}, std::pair{Mode::kCertain, 1.0},
                               std::pair{Mode::kCapped, 1.0}}) {
       const SimResult r = simulate(load, 1024, mode, cons, blocks, seats);
       ASSERT_TRUE(r.all_finished);
-      std::printf("B2 %d blocks %d seats %s cons %.1f: %lld steps, %lld preemptions, %.1f rows/step, "
-                  "model %.1f s, %.0f out tok/s; schedule() %.1f us per step on this host\n",
-                  blocks, seats, mode == Mode::kCertain ? "certain" : "capped", cons,
-                  static_cast<long long>(r.steps), static_cast<long long>(r.preemptions),
-                  double(r.decode_rows) / double(r.steps), r.modelled_s, 1024000.0 / r.modelled_s,
-                  1e6 * r.schedule_s / double(r.steps));
+      std::printf(
+          "B2 %d blocks %d seats %s cons %.1f: %lld steps, %lld preemptions, %.1f rows/step, "
+          "model %.1f s, %.0f out tok/s; schedule() %.1f us per step on this host\n",
+          blocks, seats, mode == Mode::kCertain ? "certain" : "capped", cons,
+          static_cast<long long>(r.steps), static_cast<long long>(r.preemptions),
+          double(r.decode_rows) / double(r.steps), r.modelled_s, 1024000.0 / r.modelled_s,
+          1e6 * r.schedule_s / double(r.steps));
     }
   }
 }
@@ -148,7 +150,9 @@ TEST(AdmissionSimBench, OutputsThatStopEarly) {
           ASSERT_TRUE(r.all_finished);
           char what[64];
           std::snprintf(what, sizeof what, "mean out %d, %d blocks, %s", int(mean_out), blocks,
-                        mode == Mode::kEos ? "EOS" : mode == Mode::kCertain ? "certain" : "capped");
+                        mode == Mode::kEos       ? "EOS"
+                        : mode == Mode::kCertain ? "certain"
+                                                 : "capped");
           std::printf("%-34s %-6.1f %8lld %9lld %12lld %10.1f %10.2f %12.0f\n", what, cons,
                       static_cast<long long>(r.steps), static_cast<long long>(r.preemptions),
                       static_cast<long long>(r.computed_tokens),

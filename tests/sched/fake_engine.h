@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,16 @@ inline std::unique_ptr<KvCacheManager> make_kv(bool token_mode, int num_blocks, 
   c.block_size = block_size;
   c.num_host_blocks = host_blocks;
   return std::make_unique<PagedKvCacheManager>(c);
+}
+
+// A request of `len` prompt tokens first, first + 1, ... and at most `max_tokens` of output.
+inline Request iota_request(GroupId id, int len, int max_tokens, TokenId first) {
+  Request r;
+  r.id = id;
+  r.prompt.resize(static_cast<size_t>(len));
+  std::iota(r.prompt.begin(), r.prompt.end(), first);
+  r.params.max_tokens = max_tokens;
+  return r;
 }
 
 class FakeEngine {
@@ -63,7 +74,8 @@ class FakeEngine {
     mem_.copy_blocks(out.copies, true, true);
     StepResult result;
     scheduled.emplace_back();
-    for (const ScheduledSeq& e : out.seqs) scheduled.back().emplace_back(e.group_id, e.num_tokens());
+    for (const ScheduledSeq& e : out.seqs)
+      scheduled.back().emplace_back(e.group_id, e.num_tokens());
     for (const ScheduledSeq& e : out.seqs) run_seq(e, &result);
     sched_.update_from_output(result);
     return !out.empty();

@@ -3,7 +3,6 @@
 // while short prompts and decodes share the rest of the budget; 0 leaves only the budget.
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -18,12 +17,7 @@ using testing::make_kv;
 using Step = std::vector<std::pair<GroupId, int>>;
 
 Request prompt_of(GroupId id, int len, int max_tokens) {
-  Request r;
-  r.id = id;
-  r.prompt.resize(static_cast<size_t>(len));
-  std::iota(r.prompt.begin(), r.prompt.end(), static_cast<TokenId>(100 * id));
-  r.params.max_tokens = max_tokens;
-  return r;
+  return testing::iota_request(id, len, max_tokens, static_cast<TokenId>(100 * id));
 }
 
 // Two 40-token prompts and a 10-token one, a 64-token budget: what each step schedules.
