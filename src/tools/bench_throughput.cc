@@ -18,16 +18,20 @@ SamplingParams bench_sampling_params(int output_len, float temperature) {
 Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<WorkloadItem>& items,
                                         uint64_t seed) {
   const int max_len = engine.max_model_len();
-  for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].input_len + items[i].output_len > max_len)
+  for (size_t i = 0; i < items.size(); ++i) {
+    const int budget = std::max(items[i].output_len, items[i].max_tokens);
+    if (items[i].input_len + budget > max_len)
       return invalid_argument("request " + std::to_string(i + 1) + " needs " +
-                              std::to_string(items[i].input_len) + " + " +
-                              std::to_string(items[i].output_len) +
+                              std::to_string(items[i].input_len) + " + " + std::to_string(budget) +
                               " tokens, over the context length " + std::to_string(max_len));
+  }
   auto prompts = make_random_prompts(items, engine.model_config().vocab_size, seed);
   ThroughputResult r;
   r.num_requests = static_cast<int>(items.size());
   r.prompt_tokens = total_input_tokens(items);
+  // Requests whose EOS the benchmark plays (max_tokens > 0): streamed, and ended after the step
+  // whose output reaches their length (not inside the sink: abort() emits to it).
+  std::vector<std::string> to_end;
   LiveRequestGuard guard(engine);
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < items.size(); ++i) {
@@ -35,17 +39,34 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
     g.request_id = "bench-" + std::to_string(i);
     g.prompt_token_ids = std::move(prompts[i]);
     g.params = bench_sampling_params(items[i].output_len, 1.0f);
-    auto sink = [&r](RequestOutput&& o) {
-      r.output_tokens += o.num_generated_tokens;
-      if (!o.error.ok()) ++r.num_failed;
+    const bool plays_eos = items[i].max_tokens > 0;
+    if (plays_eos) {
+      g.params.max_tokens = items[i].max_tokens;
+      g.params.ignore_eos = false;
+    }
+    auto sink = [&r, &to_end, plays_eos, id = g.request_id, stop_at = items[i].output_len,
+                 ended = false](RequestOutput&& o) mutable {
+      if (o.finished) {
+        r.output_tokens += o.num_generated_tokens;
+        if (!o.error.ok()) ++r.num_failed;
+      } else if (plays_eos && !ended && o.num_generated_tokens >= stop_at) {
+        ended = true;
+        to_end.push_back(id);
+      }
     };
     guard.added(g.request_id);
-    FOLIO_RETURN_IF_ERROR(engine.add_request(std::move(g), sink, /*final_only=*/true));
+    FOLIO_RETURN_IF_ERROR(engine.add_request(std::move(g), sink, /*final_only=*/!plays_eos));
   }
   // Bounded: every request ends within its max_tokens decode steps plus its prefill chunks
   // (and recompute after preemption); the scheduler fails requests that can never fit.
   while (engine.has_unfinished()) {
     FOLIO_RETURN_IF_ERROR(engine.step());
+    for (const std::string& id : to_end) {
+      if (!engine.is_live(id)) continue;  // it stopped by itself (a real EOS) in the same step
+      engine.abort(id);
+      ++r.num_ended_at_output_len;
+    }
+    to_end.clear();
     r.peak_running_sequences = std::max(r.peak_running_sequences, engine.scheduler().num_running());
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -85,7 +106,8 @@ nlohmann::json throughput_json(const ThroughputResult& r) {
       {"kv_cache_dtype", r.kv_cache_dtype},
       {"max_num_batched_tokens", r.max_num_batched_tokens},
       {"max_num_seqs", r.max_num_seqs},
-      {"schedule_conservativeness", r.schedule_conservativeness}};
+      {"schedule_conservativeness", r.schedule_conservativeness},
+      {"num_ended_at_output_len", r.num_ended_at_output_len}};
 }
 
 }  // namespace folio::tools

@@ -1,7 +1,10 @@
 // Offline throughput (benchmarks B1, B2, M1): every request submitted to one EngineCore at once,
 // EOS ignored (max_tokens = the output length, so the work is fixed), run to completion on the
-// calling thread. Sampling is vLLM's throughput setting: temperature 1, top-p 1, no generation
-// config defaults.
+// calling thread. Items with a max_tokens (WorkloadItem) stop early instead: sent with that
+// budget and EOS honoured, each is aborted after the step whose output reaches its output_len,
+// which frees its KV blocks as the EOS would have (with async scheduling the step already in
+// flight computes one more token for it, as it would after a real EOS). Sampling is vLLM's
+// throughput setting: temperature 1, top-p 1, no generation config defaults.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,9 @@ struct ThroughputResult {
   int max_num_batched_tokens = 0;
   int max_num_seqs = 0;
   double schedule_conservativeness = 0.0;
+  // Requests the benchmark ended at their output_len (items with max_tokens; the others end by
+  // themselves, at max_tokens or at a real EOS).
+  int num_ended_at_output_len = 0;
 };
 
 // Errors (nothing run) when a request cannot fit the engine's context length; an engine
@@ -44,7 +50,8 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
 
 // requests_per_second, output_tokens_per_second, total_tokens_per_second, elapsed_seconds,
 // kv_slot_utilization, num_preemptions, peak_running_sequences, kv_cache_dtype,
-// max_num_batched_tokens, max_num_seqs, schedule_conservativeness and the raw counts.
+// max_num_batched_tokens, max_num_seqs, schedule_conservativeness, num_ended_at_output_len and
+// the raw counts.
 nlohmann::json throughput_json(const ThroughputResult& r);
 
 // Aborts, when it goes out of scope, every request it saw added that is still live: an early

@@ -33,6 +33,13 @@ Result<WorkloadItem> parse_workload_line(std::string_view line) {
   WorkloadItem item;
   FOLIO_RETURN_IF_ERROR(read_length(j, "input_len", item.input_len));
   FOLIO_RETURN_IF_ERROR(read_length(j, "output_len", item.output_len));
+  if (j.contains("max_tokens")) {
+    FOLIO_RETURN_IF_ERROR(read_length(j, "max_tokens", item.max_tokens));
+    if (item.max_tokens < item.output_len)
+      return invalid_argument("\"max_tokens\" (" + std::to_string(item.max_tokens) +
+                              ") must be at least \"output_len\" (" +
+                              std::to_string(item.output_len) + ")");
+  }
   return item;
 }
 

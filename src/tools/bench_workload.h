@@ -1,6 +1,7 @@
 // Benchmark workloads: a list of (input_len, output_len) requests, read from a JSONL file of
-// {"input_len": N, "output_len": M} lines (bench/workloads/sharegpt_like_1000.jsonl) or made of
-// one fixed shape, and the random prompts that fill them (token ids drawn from a seeded RNG, so
+// {"input_len": N, "output_len": M} lines (bench/workloads/sharegpt_like_1000.jsonl), optionally
+// with "max_tokens": K >= M (an output that stops early, as at an EOS: see WorkloadItem), or made
+// of one fixed shape, and the random prompts that fill them (token ids drawn from a seeded RNG, so
 // a run is repeatable and prompts share no prefix beyond chance).
 #pragma once
 
@@ -15,7 +16,12 @@ namespace folio::tools {
 
 struct WorkloadItem {
   int input_len = 0;   // prompt tokens, >= 1
-  int output_len = 0;  // generated tokens (max_tokens with EOS ignored), >= 1
+  int output_len = 0;  // generated tokens, >= 1
+  // 0: the request is sent with max_tokens = output_len and EOS ignored (its length is certain).
+  // Else (>= output_len): sent with this max_tokens, EOS not ignored, and ended by the benchmark
+  // after output_len tokens as if it had sampled EOS there, so the scheduler does not know its
+  // length in advance (dummy weights never stop on their own). `folio bench throughput` only.
+  int max_tokens = 0;
 };
 
 // One JSONL line. Errors name the field and the problem ("input_len must be an integer >= 1").

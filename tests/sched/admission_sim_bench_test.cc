@@ -1,9 +1,10 @@
 // AdmissionSimBench: the admission headroom against vLLM's admission (conservativeness 0) on the
-// host, for loads the GPU benchmarks cannot send: outputs that stop early (EOS; `folio bench`
-// sets ignore_eos, and dummy weights would not stop anyway) and certain outputs of uneven length.
-// The scheduler and a paged KV manager run for real (they reproduce the preemption counts measured
-// on the GPU: B2AsMeasured); the "model" ends each request at a drawn length, the same in every
-// run. Steps are costed by a roofline of Llama-3-8B on an H200 (a model, not a measurement):
+// host, as a model to set beside GPU runs: outputs that stop early (as at an EOS; the workloads of
+// bench/workloads that `folio bench throughput` plays on a GPU by ending each request at its
+// output_len) and certain outputs of uneven length. The scheduler and a paged KV manager run for
+// real (they reproduce the preemption counts measured on the GPU: B2AsMeasured); the "model" ends
+// each request at its workload length, the same in every run. Steps are costed by a roofline of
+// Llama-3-8B on an H200 (a model, not a measurement):
 //   step = max(15.0 GB of weights / 4.2 TB/s, tokens x 15 GFLOP / 700 TFLOP/s)
 //          + decode contexts x 128 KiB / 4.2 TB/s + 0.3 ms of small kernels.
 //   FOLIO_SCHED_BENCH=1 build/tests/sched/folio_sched_tests --gtest_filter='AdmissionSimBench.*'
@@ -13,7 +14,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -25,17 +28,21 @@ namespace {
 
 struct Load {
   std::vector<int> prompt, output;  // per request: prompt length, tokens until it stops
+  int max_tokens = 0;               // the budget an uncertain (kEos) request is sent with
 };
 
-// Prompts 32-512 tokens; outputs geometric with mean `mean_out`, capped at `max_tokens`.
-Load draw(int n, double mean_out, int max_tokens, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> prompt(32, 512);
-  std::geometric_distribution<int> out(1.0 / mean_out);
+// A workload of bench/workloads (bench/make_eos_workload.py): the same load that `folio bench
+// throughput --workload` runs on a GPU, so the model and the measurement can be compared.
+Load read_load(const std::string& name) {
+  std::ifstream in(std::string(FOLIO_SOURCE_DIR) + "/bench/workloads/" + name);
+  EXPECT_TRUE(in.good()) << name;
   Load l;
-  for (int i = 0; i < n; ++i) {
-    l.prompt.push_back(prompt(rng));
-    l.output.push_back(std::clamp(1 + out(rng), 1, max_tokens));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    l.prompt.push_back(j.at("input_len").get<int>());
+    l.output.push_back(j.at("output_len").get<int>());
+    l.max_tokens = std::max(l.max_tokens, j.value("max_tokens", l.output.back()));
   }
   return l;
 }
@@ -52,8 +59,8 @@ struct SimResult {
 // counts every request).
 enum class Mode { kEos, kCertain, kCapped };
 
-SimResult simulate(const Load& load, int max_tokens, Mode mode, double conservativeness,
-                   int kv_blocks, int seats = 1024) {
+SimResult simulate(const Load& load, Mode mode, double conservativeness, int kv_blocks,
+                   int seats = 1024) {
   const bool ignore_eos = mode == Mode::kCertain;
   PagedKvConfig kc;
   kc.num_blocks = kv_blocks;
@@ -71,7 +78,7 @@ SimResult simulate(const Load& load, int max_tokens, Mode mode, double conservat
     r.id = static_cast<GroupId>(i + 1);
     for (int k = 0; k < load.prompt[i]; ++k)  // no two prompts share a prefix block
       r.prompt.push_back(static_cast<TokenId>((i * 7919 + static_cast<size_t>(k)) % 100000));
-    r.params.max_tokens = mode == Mode::kEos ? max_tokens : load.output[i];
+    r.params.max_tokens = mode == Mode::kEos ? load.max_tokens : load.output[i];
     r.params.ignore_eos = ignore_eos;
     EXPECT_TRUE(sched.add_request(std::move(r)).ok());
     stop_at[static_cast<GroupId>(i + 1)] = load.output[i];
@@ -121,7 +128,7 @@ TEST(AdmissionSimBench, B2AsMeasured) {
        {std::pair{58903, 1024}, std::pair{29418, 256}, std::pair{29418, 1024}}) {
     for (auto [mode, cons] : {std::pair{Mode::kCertain, 0.0}, std::pair{Mode::kCertain, 1.0},
                               std::pair{Mode::kCapped, 1.0}}) {
-      const SimResult r = simulate(load, 1024, mode, cons, blocks, seats);
+      const SimResult r = simulate(load, mode, cons, blocks, seats);
       ASSERT_TRUE(r.all_finished);
       std::printf(
           "B2 %d blocks %d seats %s cons %.1f: %lld steps, %lld preemptions, %.1f rows/step, "
@@ -136,24 +143,25 @@ TEST(AdmissionSimBench, B2AsMeasured) {
 
 TEST(AdmissionSimBench, OutputsThatStopEarly) {
   if (!std::getenv("FOLIO_SCHED_BENCH")) GTEST_SKIP() << "set FOLIO_SCHED_BENCH=1 to run it";
-  const int n = 2000, max_tokens = 2048;
-  std::printf("%-34s %-6s %8s %9s %12s %10s %10s %12s\n", "load", "cons.", "steps", "preempt",
+  std::printf("%-44s %-6s %8s %9s %12s %10s %10s %12s\n", "load", "cons.", "steps", "preempt",
               "tokens", "rows/step", "model s", "out tok/s");
-  for (double mean_out : {100.0, 400.0}) {
-    const Load load = draw(n, mean_out, max_tokens, 43);
+  for (const char* file :
+       {"eos_mean100_2000.jsonl", "eos_mean400_2000.jsonl", "sharegpt_like_1000_eos2048.jsonl"}) {
+    const Load load = read_load(file);
     int64_t out_tokens = 0;
     for (int o : load.output) out_tokens += o;
-    for (int blocks : {4096, 16384}) {  // 65k and 262k tokens of KV
+    // 65k and 262k tokens of KV; and the H200's whole pool for Llama-3-8B at 0.9 (B1, B2).
+    for (int blocks : {4096, 16384, 58903}) {
       for (Mode mode : {Mode::kEos, Mode::kCertain, Mode::kCapped}) {
         for (double cons : {0.0, 0.3, 1.0}) {
-          const SimResult r = simulate(load, max_tokens, mode, cons, blocks);
+          const SimResult r = simulate(load, mode, cons, blocks);
           ASSERT_TRUE(r.all_finished);
-          char what[64];
-          std::snprintf(what, sizeof what, "mean out %d, %d blocks, %s", int(mean_out), blocks,
+          char what[96];
+          std::snprintf(what, sizeof what, "%s, %d blocks, %s", file, blocks,
                         mode == Mode::kEos       ? "EOS"
                         : mode == Mode::kCertain ? "certain"
                                                  : "capped");
-          std::printf("%-34s %-6.1f %8lld %9lld %12lld %10.1f %10.2f %12.0f\n", what, cons,
+          std::printf("%-44s %-6.1f %8lld %9lld %12lld %10.1f %10.2f %12.0f\n", what, cons,
                       static_cast<long long>(r.steps), static_cast<long long>(r.preemptions),
                       static_cast<long long>(r.computed_tokens),
                       double(r.decode_rows) / double(r.steps), r.modelled_s,

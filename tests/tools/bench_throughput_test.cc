@@ -154,6 +154,39 @@ TEST(BenchThroughput, SmallCachePreemptsAndStillFinishesEverything) {
   EXPECT_EQ(j["schedule_conservativeness"], 1.0);
 }
 
+// Items with "max_tokens" stop early: at their output_len (ended by the benchmark), or sooner at
+// a real EOS of the fixture model (vocabulary 512, temperature 1). bench serve refuses them.
+TEST(BenchThroughput, OutputsThatStopEarly) {
+  const std::string wl = temp_path("bench_eos.jsonl");
+  int64_t out_sum = 0;
+  {
+    std::ofstream out(wl);
+    for (int i = 0; i < 12; ++i) {
+      const int o = 3 + (i * 5) % 17;
+      out << "{\"input_len\": " << 5 + (i * 7) % 40 << ", \"output_len\": " << o
+          << ", \"max_tokens\": 200}\n";
+      out_sum += o;
+    }
+  }
+  const std::string json_path = temp_path("tp_eos.json");
+  std::string err;
+  ASSERT_EQ(run_folio("bench throughput --model " + kModel + " --workload " + wl +
+                          " --output-json " + json_path,
+                      &err),
+            0)
+      << err;
+  auto j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j["num_failed"], 0);
+  const int ended = j["num_ended_at_output_len"];
+  EXPECT_GE(ended, 6);  // most reach their length: an EOS comes about once in 512 tokens
+  EXPECT_LE(ended, 12);
+  EXPECT_LE(j["output_tokens"].get<int64_t>(), out_sum);
+  EXPECT_GT(j["output_tokens"].get<int64_t>(), out_sum / 2);
+  EXPECT_LT(j["num_steps"].get<int64_t>(), 150);  // not 200 decode steps
+  EXPECT_EQ(run_folio("bench serve --base-url http://127.0.0.1:9 --workload " + wl, &err), 2);
+  EXPECT_NE(err.find("request 1 has \"max_tokens\""), std::string::npos) << err;
+}
+
 TEST(BenchThroughput, BadInputExitsTwoWithAClearMessage) {
   const std::string bad = temp_path("bad.jsonl");
   std::ofstream(bad) << "{\"input_len\": 4, \"output_len\": 4}\n{\"input_len\": 4}\n";

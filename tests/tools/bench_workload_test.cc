@@ -24,6 +24,27 @@ TEST(BenchWorkload, ParsesALine) {
   EXPECT_EQ(item->output_len, 122);
 }
 
+TEST(BenchWorkload, MaxTokensMarksAnOutputThatStopsEarly) {
+  auto plain = parse_workload_line(R"({"input_len": 10, "output_len": 20})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->max_tokens, 0);  // certain: max_tokens = output_len, EOS ignored
+  auto early = parse_workload_line(R"({"input_len": 10, "output_len": 20, "max_tokens": 2048})");
+  ASSERT_TRUE(early.ok()) << early.status().to_string();
+  EXPECT_EQ(early->output_len, 20);
+  EXPECT_EQ(early->max_tokens, 2048);
+  auto capped = parse_workload_line(R"({"input_len": 10, "output_len": 20, "max_tokens": 20})");
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(capped->max_tokens, 20);
+  for (const char* bad : {R"({"input_len": 10, "output_len": 20, "max_tokens": 19})",
+                          R"({"input_len": 10, "output_len": 20, "max_tokens": 0})",
+                          R"({"input_len": 10, "output_len": 20, "max_tokens": "2048"})"}) {
+    auto item = parse_workload_line(bad);
+    ASSERT_FALSE(item.ok()) << bad;
+    EXPECT_NE(item.status().message().find("\"max_tokens\""), std::string::npos)
+        << item.status().message();
+  }
+}
+
 TEST(BenchWorkload, BadLinesGiveClearErrors) {
   struct Case {
     const char* line;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "engine/engine_core.h"
+#include "instant_executor.h"
 #include "model/model_config.h"
 #include "tools/bench_meta.h"
 #include "tools/bench_throughput.h"
@@ -22,46 +23,6 @@
 
 namespace folio::tools {
 namespace {
-
-// Samples token 1000 + row % 7 for every row at once; KV blocks as an H200 holds for Llama-3-8B.
-class InstantExecutor final : public Executor {
- public:
-  InstantExecutor(int vocab, int block_size, int num_blocks) : vocab_(vocab) {
-    kv_.num_layers = 32;
-    kv_.num_kv_heads = 8;
-    kv_.head_dim = 128;
-    kv_.block_size = block_size;
-    kv_.num_blocks = num_blocks;
-  }
-  std::string device_name() const override { return "instant"; }
-  int vocab_size() const override { return vocab_; }
-  const KvCacheShape& kv_shape() const override { return kv_; }
-  Status execute(const ForwardBatch&, std::vector<float>&) override {
-    return unimplemented("instant executor: device sampling only");
-  }
-  bool samples_on_device() const override { return true; }
-  Status execute_sampled(const ForwardBatch&, const DeviceSamplingBatch& sampling,
-                         std::vector<float>& host_logits,
-                         std::vector<DeviceSample>& samples) override {
-    if (!sampling.host_rows.empty()) return unimplemented("instant executor: no host rows");
-    host_logits.clear();
-    samples.resize(sampling.rows.size());
-    for (size_t i = 0; i < samples.size(); ++i) {
-      samples[i].token_id = 1000 + static_cast<int32_t>(i % 7);
-      samples[i].logprob = -1.0f;
-      samples[i].rank = 1;
-      samples[i].top.clear();
-    }
-    return Status();
-  }
-  void copy_blocks(std::span<const BlockCopy>) override {}
-  void swap_out(std::span<const BlockCopy>) override {}
-  void swap_in(std::span<const BlockCopy>) override {}
-
- private:
-  int vocab_;
-  KvCacheShape kv_;
-};
 
 TEST(HostLoopBench, B1PagedAndTokenMode) {
   if (!std::getenv("FOLIO_HOST_BENCH")) GTEST_SKIP() << "set FOLIO_HOST_BENCH=1 to time it";
