@@ -41,7 +41,7 @@ struct EngineFlags {
   int max_model_len = 0;
   bool enable_chunked_prefill = true;
   int long_prefill_token_threshold = 0;    // vLLM's; 0: off
-  double schedule_conservativeness = 1.0;  // SGLang's default; 0: vLLM's admission
+  double schedule_conservativeness = 0.3;  // SchedulerConfig's; 0: vLLM's admission
   int max_logprobs = 20;
   uint64_t seed = 0;
   int log_every = 0;

@@ -57,12 +57,12 @@ TEST(BatchLimitFlags, LongPrefillTokenThreshold) {
   EXPECT_NE(st.message().find("chunked prefill"), std::string::npos) << st.message();
 }
 
-// SGLang's --schedule-conservativeness: 1 unless given (the admission headroom on), 0 turns it
+// SGLang's --schedule-conservativeness: 0.3 unless given (the admission headroom on), 0 turns it
 // off (vLLM's admission), a negative value or one past 100 fails the command line.
 TEST(BatchLimitFlags, ScheduleConservativeness) {
   auto unset = config_of("");
   ASSERT_TRUE(unset.ok());
-  EXPECT_EQ(unset->sched.schedule_conservativeness, 1.0);
+  EXPECT_EQ(unset->sched.schedule_conservativeness, 0.3);
   auto off = config_of("--schedule-conservativeness 0");
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->sched.schedule_conservativeness, 0.0);

@@ -151,7 +151,7 @@ TEST(BenchThroughput, SmallCachePreemptsAndStillFinishesEverything) {
   j = nlohmann::json::parse(slurp(json_path));
   expect_consistent(j, in_sum, out_sum);
   EXPECT_EQ(j["num_preemptions"].get<int>(), 0);
-  EXPECT_EQ(j["schedule_conservativeness"], 1.0);
+  EXPECT_EQ(j["schedule_conservativeness"], 0.3);
 }
 
 // Items with "max_tokens" stop early: at their output_len (ended by the benchmark), or sooner at
