@@ -65,7 +65,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    take_body();
+    if (!take_body()) return finish(Status());  // the caller has what it wanted
     if (parser_.is_done()) return finish(outcome());
     http::async_read_some(stream_, buffer_, parser_,
                           [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -78,15 +78,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Hands the body bytes decoded so far to the caller (200) or keeps the start of an error body.
-  void take_body() {
+  // False: the caller wants no more.
+  bool take_body() {
     std::string& body = parser_.get().body();
-    if (body.empty()) return;
+    if (body.empty()) return true;
+    bool more = true;
     if (status_ == 200) {
-      if (cb_.on_body) cb_.on_body(body);
+      if (cb_.on_body) more = cb_.on_body(body);
     } else if (error_body_.size() < kMaxErrorBody) {
       error_body_.append(body.substr(0, kMaxErrorBody - error_body_.size()));
     }
     body.clear();  // the string_body reader appends at the current size, so this is safe
+    return more;
   }
 
   Status outcome() const {

@@ -44,8 +44,10 @@ struct StreamingRequest {
 };
 
 struct StreamCallbacks {
-  // Each piece of the decoded body of a 200 response, as it arrives.
-  std::function<void(std::string_view)> on_body;
+  // Each piece of the decoded body of a 200 response, as it arrives. Returning false ends the
+  // exchange there: the connection is closed (a streaming server sees its client leave) and
+  // on_done gets ok.
+  std::function<bool(std::string_view)> on_body;
   // Exactly once, last: ok when the 200 response ended cleanly; otherwise what went wrong
   // ("HTTP 400: {...}", "connect: Connection refused", "timed out after 5000 ms").
   std::function<void(Status)> on_done;

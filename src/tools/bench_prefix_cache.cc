@@ -65,7 +65,10 @@ Result<std::string> fetch_metrics_text(const BaseUrl& url, const Endpoints& endp
   std::string body;
   Status done = internal_error("GET /metrics did not finish");
   StreamCallbacks cb;
-  cb.on_body = [&body](std::string_view piece) { body.append(piece); };
+  cb.on_body = [&body](std::string_view piece) {
+    body.append(piece);
+    return true;
+  };
   cb.on_done = [&done](Status s) { done = std::move(s); };
   start_streaming_request(ioc, endpoints, std::move(request), std::move(cb));
   ioc.run();  // the request's own deadline bounds it

@@ -39,7 +39,7 @@ class LoadGenerator {
     arrivals_ = poisson_arrival_times(n, c.request_rate, c.seed);
     auto prompts = make_random_prompts(c.workload, c.vocab_size, c.seed);
     for (int i = 0; i < n; ++i)
-      bodies_.push_back(completion_request_body(prompts[i], c.workload[i].output_len, c.model));
+      bodies_.push_back(completion_request_body(prompts[i], c.workload[i], c.model));
     records_.resize(n);
   }
 
@@ -96,12 +96,13 @@ class LoadGenerator {
     if (!c_.api_key.empty()) post.headers.emplace_back("Authorization", "Bearer " + c_.api_key);
     post.timeout = std::chrono::milliseconds(static_cast<int64_t>(c_.request_timeout_s * 1000));
     StreamCallbacks cb;
-    cb.on_body = [this, i, st](std::string_view bytes) { on_body(i, *st, bytes); };
+    cb.on_body = [this, i, st](std::string_view bytes) { return on_body(i, *st, bytes); };
     cb.on_done = [this, i, st](Status s) { on_done(i, *st, std::move(s)); };
     start_streaming_request(ioc_, endpoints_, std::move(post), std::move(cb));
   }
 
-  void on_body(size_t i, StreamState& st, std::string_view bytes) {
+  // False once an output that stops early has its output_len tokens: the client leaves.
+  bool on_body(size_t i, StreamState& st, std::string_view bytes) {
     const Clock::time_point ts = Clock::now();  // every event in this piece arrived now
     st.events.clear();
     if (Status s = st.parser.feed(bytes, st.events); !s.ok() && st.error.empty())
@@ -119,6 +120,8 @@ class LoadGenerator {
       st.last_chunk = ts;
       ++st.num_chunks;
     }
+    const WorkloadItem& item = c_.workload[i];
+    return !(item.max_tokens > 0 && st.error.empty() && st.usage_tokens >= item.output_len);
   }
 
   void on_done(size_t i, StreamState& st, Status s) {
@@ -153,14 +156,16 @@ class LoadGenerator {
 
 }  // namespace
 
-std::string completion_request_body(const std::vector<int32_t>& prompt, int max_tokens,
+std::string completion_request_body(const std::vector<int32_t>& prompt, const WorkloadItem& item,
                                     const std::string& model) {
+  const bool stops_early = item.max_tokens > 0;
   nlohmann::json j = {{"prompt", prompt},
-                      {"max_tokens", max_tokens},
-                      {"ignore_eos", true},
+                      {"max_tokens", stops_early ? item.max_tokens : item.output_len},
+                      {"ignore_eos", !stops_early},
                       {"temperature", 0.0},
                       {"stream", true},
                       {"stream_options", {{"include_usage", true}}}};
+  if (stops_early) j["stream_options"]["continuous_usage_stats"] = true;
   if (!model.empty()) j["model"] = model;
   return j.dump();
 }

@@ -2,8 +2,12 @@
 // process at `request_rate` (all at once for +inf), at most `max_concurrency` in flight (0: no
 // cap; an arrived request waits for a free slot, and its latencies count from when it is sent),
 // each a streaming POST /v1/completions with the prompt as token ids, ignore_eos and
-// max_tokens = the workload's output length. Runs on the calling thread (one io_context, async
-// connections); bounded by a per-request timeout and a whole-run limit.
+// max_tokens = the workload's output length. An item with its own max_tokens (an output that
+// stops early: bench_workload.h) is sent with that budget, EOS honoured and the usage on every
+// chunk, and the client closes the stream once output_len tokens have come, as a client whose
+// reply is complete would; the server aborts it then, freeing its KV blocks as an EOS would.
+// Runs on the calling thread (one io_context, async connections); bounded by a per-request
+// timeout and a whole-run limit.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +48,9 @@ struct ServeBenchResult {
 // Fails only on setup errors (bad URL, unresolvable host); a request that fails is a record.
 Result<ServeBenchResult> run_serve_benchmark(const ServeBenchConfig& config);
 
-// The /v1/completions body for one request.
-std::string completion_request_body(const std::vector<int32_t>& prompt, int max_tokens,
+// The /v1/completions body for one request: ignore_eos and max_tokens = output_len, or, for an
+// item with a max_tokens, that budget with EOS honoured and the usage on every chunk.
+std::string completion_request_body(const std::vector<int32_t>& prompt, const WorkloadItem& item,
                                     const std::string& model);
 
 }  // namespace folio::tools

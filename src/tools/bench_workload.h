@@ -20,7 +20,8 @@ struct WorkloadItem {
   // 0: the request is sent with max_tokens = output_len and EOS ignored (its length is certain).
   // Else (>= output_len): sent with this max_tokens, EOS not ignored, and ended by the benchmark
   // after output_len tokens as if it had sampled EOS there, so the scheduler does not know its
-  // length in advance (dummy weights never stop on their own). `folio bench throughput` only.
+  // length in advance (dummy weights never stop on their own): `bench throughput` aborts it,
+  // `bench serve` closes its stream.
   int max_tokens = 0;
 };
 

@@ -79,13 +79,6 @@ int run(ServeBenchFlags f) {
     std::cerr << "folio bench serve: " << items.status().message() << "\n";
     return 2;
   }
-  for (size_t i = 0; i < items->size(); ++i)
-    if ((*items)[i].max_tokens > 0) {
-      std::cerr << "folio bench serve: request " << i + 1
-                << " has \"max_tokens\": outputs that stop early are played by `folio bench "
-                   "throughput` only; here every request runs to its output_len\n";
-      return 2;
-    }
   f.bench.workload = std::move(*items);
   raise_open_file_limit();
   auto result = run_serve_benchmark(f.bench);

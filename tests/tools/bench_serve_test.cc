@@ -1,5 +1,8 @@
 // The serving load generator against a real `folio serve` stack (EngineCore on the bundled
 // tiny model, AsyncEngine, Server) on 127.0.0.1, in process; the CLI path through the binary.
+#include "tools/bench_serve.h"
+
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,13 +10,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
+#include <thread>
 
 #include "engine/async_engine.h"
 #include "engine/engine_factory.h"
 #include "server/server.h"
-#include "tools/bench_serve.h"
 
 namespace folio::tools {
 namespace {
@@ -136,6 +137,35 @@ TEST(BenchServe, ReportsPrefixCacheHitsOfARepeatedSeed) {
   ASSERT_TRUE(third.ok());
   ASSERT_TRUE(third->prefix_cache.has_value());
   EXPECT_EQ(third->prefix_cache->hits, 0.0);
+}
+
+// Outputs that stop early: sent with max_tokens 40 and EOS honoured, the client leaves after 6
+// tokens (or sooner, at a real EOS of the tiny model) and the server aborts the rest: far fewer
+// than 20 x 40 tokens are generated, and nothing is left running.
+TEST(BenchServe, OutputsThatStopEarlyCloseTheirStreams) {
+  LiveFolio live;
+  ASSERT_TRUE(live.server);
+  ServeBenchConfig c = small_config(live.url);
+  for (auto& item : c.workload) item.max_tokens = 40;
+  auto result = run_serve_benchmark(c);
+  ASSERT_TRUE(result.ok()) << result.status().to_string();
+  int at_length = 0;
+  for (const auto& r : result->records) {
+    ASSERT_TRUE(r.success) << r.error;
+    EXPECT_GE(r.output_tokens, 1);
+    EXPECT_LE(r.output_tokens, 8);  // 6, or a chunk or two more when they came together
+    at_length += r.output_tokens >= 6 ? 1 : 0;
+  }
+  EXPECT_GE(at_length, 10);
+  EngineStats s;
+  for (int i = 0; i < 500; ++i) {  // the aborts land within a step or two of the disconnect
+    s = live.engine->stats();
+    if (s.num_running == 0 && s.num_waiting == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(s.num_running, 0);
+  EXPECT_EQ(s.num_waiting, 0);
+  EXPECT_LT(s.generation_tokens, 20u * 15u) << "the server ran on toward max_tokens";
 }
 
 TEST(BenchServe, InfiniteRateNoCap) {
