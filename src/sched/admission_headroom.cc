@@ -14,12 +14,13 @@ bool output_is_certain(const SamplingParams& p) {
 
 }  // namespace
 
-AdmissionHeadroom::AdmissionHeadroom(double conservativeness, int max_model_len)
+AdmissionHeadroom::AdmissionHeadroom(double conservativeness, int max_model_len, bool reactive)
     : max_model_len_(max_model_len),
+      reactive_(reactive),
       init_ratio_(std::min(kInitRatio * conservativeness, 1.0)),
-      min_ratio_(init_ratio_ * kMinRatioFactor),
+      min_ratio_(reactive ? 0.0 : init_ratio_ * kMinRatioFactor),
       decay_((init_ratio_ - min_ratio_) / kDecaySteps),
-      ratio_(init_ratio_) {}
+      ratio_(reactive ? 0.0 : init_ratio_) {}
 
 int64_t AdmissionHeadroom::expected_output(const SequenceGroup& g, const Sequence& s) const {
   // The same output cap as the scheduler's: max_tokens within max_model_len.
@@ -61,8 +62,10 @@ void AdmissionHeadroom::insert_sorted(std::vector<Growth>& by_left_desc, const G
 }
 
 void AdmissionHeadroom::end_step(bool preempted, bool decoded, bool idle) {
-  if (preempted || idle) {
+  if (preempted) {
     ratio_ = init_ratio_;
+  } else if (idle) {
+    ratio_ = reactive_ ? 0.0 : init_ratio_;
   } else if (decoded) {
     ratio_ = std::max(min_ratio_, ratio_ - decay_);
   }

@@ -6,10 +6,16 @@
 // Each live sequence is an entry (length now, tokens it is still expected to produce):
 //   - certain outputs (ignore_eos, no stop strings or stop ids, not beam search: the request
 //     runs to max_tokens, as in every benchmark) count in full;
-//   - other outputs count as ratio x min(remaining, 4096): the ratio starts at
-//     min(0.7 x conservativeness, 1), decays linearly over 600 steps that decode to 0.14 of
-//     that, and returns to its start after a preemption or when nothing runs (SGLang's
-//     constants: a request that may stop at EOS rarely uses all of max_tokens).
+//   - other outputs count as ratio x min(remaining, 4096). SGLang's ratio (`reactive` false)
+//     starts at min(0.7 x conservativeness, 1), decays linearly over 600 steps that decode to
+//     0.14 of that, and returns to its start after a preemption or when nothing runs (a request
+//     that may stop at EOS rarely uses all of max_tokens). The reactive ratio (folio's default)
+//     starts at 0 and returns there when nothing runs; a preemption raises it to
+//     min(0.7 x conservativeness, 1), from where it decays to 0 over 600 decoding steps. So
+//     outputs that may stop early are admitted as vLLM admits them (their lengths now, with a
+//     partial block each: the next tokens' room) until the cache has shown that they outgrow
+//     it, and a load that fits is never held back (outputs that stop early on an H200, and
+//     AdmissionSimBench: NOTES.md, session 44).
 // A group of n > 1 not yet forked also has its n - 1 siblings as entries (a copied block each).
 // The check is LightLLM's (its router's admission test for TokenAttention): if every entry grows
 // by one token per step until its expected output ends, the cache holds the most just before an
@@ -34,8 +40,8 @@ class AdmissionHeadroom {
     int64_t left;    // tokens still expected
   };
 
-  // conservativeness 0 turns the headroom off.
-  AdmissionHeadroom(double conservativeness, int max_model_len);
+  // conservativeness 0 turns the headroom off; `reactive`: the ratio above starts at 0.
+  AdmissionHeadroom(double conservativeness, int max_model_len, bool reactive);
 
   bool enabled() const { return init_ratio_ > 0.0; }
   double ratio() const { return ratio_; }
@@ -60,8 +66,9 @@ class AdmissionHeadroom {
   int64_t expected_output(const SequenceGroup& g, const Sequence& s) const;
 
   int max_model_len_;
+  bool reactive_;  // the ratio starts (and returns when idle) at 0, rising at a preemption
   double init_ratio_;
-  double min_ratio_;
+  double min_ratio_;  // where it decays to: 0.14 of the start, or 0 when reactive
   double decay_;
   double ratio_;
 };

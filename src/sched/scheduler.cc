@@ -7,7 +7,9 @@
 namespace folio {
 
 Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv)
-    : config_(config), kv_(kv), headroom_(config.schedule_conservativeness, config.max_model_len) {
+    : config_(config),
+      kv_(kv),
+      headroom_(config.schedule_conservativeness, config.max_model_len, config.reactive_headroom) {
   FOLIO_CHECK(config.validate().ok(), "invalid SchedulerConfig");
 }
 

@@ -42,13 +42,19 @@ struct SchedulerConfig {
   // the peak of the running groups' (and its) expected growth (AdmissionHeadroom: outputs that
   // must run to max_tokens in full, others by a decaying ratio; LightLLM's peak over the order
   // in which they end), so a batch does not fill the cache with prompts and then preempt.
-  // Larger values reserve more for outputs that may stop early. 0: vLLM's admission (any prompt
-  // chunk that fits now), and preemption when the cache runs out. Default 0.3, not SGLang's 1:
-  // on an H200 with outputs that stop early (bench/workloads/*eos*), 0.3 was ahead of 1 on every
-  // load measured (up to +4.3%) and of 0 where the cache thrashed (+8.8%), and lost 5.2% to 0
-  // where the load fitted (NOTES.md, session 44). It only counts outputs that may stop early:
-  // certain ones count in full at any value above 0.
+  // Larger values reserve more for outputs that may stop early, after a preemption (below).
+  // 0: vLLM's admission (any prompt chunk that fits now), and preemption when the cache runs
+  // out. Certain outputs count in full at any value above 0. Default 0.3, not SGLang's 1: on an
+  // H200 with outputs that stop early (bench/workloads/*eos*), SGLang's ratio at 0.3 was ahead
+  // of 1 on all five loads measured (NOTES.md, session 44).
   double schedule_conservativeness = 0.3;
+  // How outputs that may stop early are counted: by a ratio that starts at 0 and rises only
+  // after a preemption (true), or SGLang's, which starts high and decays (AdmissionHeadroom).
+  // Reactive at 0.3 was within 1.1% of the best of vLLM's admission and SGLang's ratio at 0.3
+  // and 1 on the four loads it ran on an H200, and ahead of SGLang's at 0.3 by 4.7% where the
+  // load fits the cache (session 44). A measuring switch (FOLIO_ADMISSION_RATIO=reactive|sglang,
+  // read by the tool's engine flags).
+  bool reactive_headroom = true;
 
   Status validate() const;
 };

@@ -139,6 +139,13 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
       return invalid_argument("FOLIO_DECODE_ROWS must be longest-first or queue, got '" + v + "'");
     c.sched.decode_rows_longest_first = v == "longest-first";
   }
+  if (const char* ratio = std::getenv("FOLIO_ADMISSION_RATIO");
+      ratio != nullptr && *ratio != '\0') {
+    const std::string v(ratio);
+    if (v != "reactive" && v != "sglang")
+      return invalid_argument("FOLIO_ADMISSION_RATIO must be reactive or sglang, got '" + v + "'");
+    c.sched.reactive_headroom = v == "reactive";
+  }
   c.max_logprobs = f.max_logprobs;
   c.seed = f.seed;
   c.log_every_steps = f.log_every;

@@ -46,7 +46,7 @@ MATCHER_P2(IsGrowth, length, left, "") {
 }
 
 TEST(AdmissionHeadroom, CertainOutputsCountInFullOthersByTheRatio) {
-  AdmissionHeadroom h(1.0, 256);
+  AdmissionHeadroom h(1.0, 256, false);
   EXPECT_DOUBLE_EQ(h.ratio(), 0.7);
   EXPECT_THAT(growth_of(h, group(1, 6, 20, true)), ::testing::ElementsAre(IsGrowth(6, 20)));
   // May stop at EOS: ceil(0.7 x 20) = 14 tokens expected.
@@ -58,13 +58,13 @@ TEST(AdmissionHeadroom, CertainOutputsCountInFullOthersByTheRatio) {
   beam.params.use_beam_search = true;
   EXPECT_THAT(growth_of(h, beam), ::testing::ElementsAre(IsGrowth(6, 14)));
   // max_model_len caps the output: min(20, 16 - 6) = 10.
-  AdmissionHeadroom short_model(1.0, 16);
+  AdmissionHeadroom short_model(1.0, 16, false);
   EXPECT_THAT(growth_of(short_model, group(1, 6, 20, true)),
               ::testing::ElementsAre(IsGrowth(6, 10)));
 }
 
 TEST(AdmissionHeadroom, GeneratedTokensCountAndFinishedSequencesDoNot) {
-  AdmissionHeadroom h(1.0, 256);
+  AdmissionHeadroom h(1.0, 256, false);
   SequenceGroup g = group(1, 6, 20, true);
   for (int i = 0; i < 12; ++i) g.seqs[0].tokens.push_back(7);  // 12 generated, 8 to go
   EXPECT_THAT(growth_of(h, g), ::testing::ElementsAre(IsGrowth(18, 8)));
@@ -73,14 +73,14 @@ TEST(AdmissionHeadroom, GeneratedTokensCountAndFinishedSequencesDoNot) {
 }
 
 TEST(AdmissionHeadroom, SiblingsNotYetForkedAreEntriesToo) {
-  AdmissionHeadroom h(1.0, 256);
+  AdmissionHeadroom h(1.0, 256, false);
   // The leader, then 2 siblings with a copied block (4 tokens) each and the same output.
   EXPECT_THAT(growth_of(h, group(1, 6, 20, true, /*n=*/3)),
               ::testing::ElementsAre(IsGrowth(6, 20), IsGrowth(4, 20), IsGrowth(4, 20)));
 }
 
 TEST(AdmissionHeadroom, UncertainOutputsAreClipped) {
-  AdmissionHeadroom h(1.0, 100000);
+  AdmissionHeadroom h(1.0, 100000, false);
   // ceil(0.7 x 4096) = 2868; certain: all 10000.
   EXPECT_THAT(growth_of(h, group(1, 4, 10000, false)), ::testing::ElementsAre(IsGrowth(4, 2868)));
   EXPECT_THAT(growth_of(h, group(1, 4, 10000, true)), ::testing::ElementsAre(IsGrowth(4, 10000)));
@@ -108,7 +108,7 @@ TEST(AdmissionHeadroom, InsertSortedKeepsTheLongestLeftFirst) {
 }
 
 TEST(AdmissionHeadroom, TheRatioDecaysOverDecodeStepsAndReturnsAfterPreemption) {
-  AdmissionHeadroom h(1.0, 256);
+  AdmissionHeadroom h(1.0, 256, false);
   h.end_step(/*preempted=*/false, /*decoded=*/false, /*idle=*/false);
   EXPECT_DOUBLE_EQ(h.ratio(), 0.7);  // a step without decodes does not count
   for (int i = 0; i < 300; ++i) h.end_step(false, true, false);
@@ -122,9 +122,31 @@ TEST(AdmissionHeadroom, TheRatioDecaysOverDecodeStepsAndReturnsAfterPreemption) 
   EXPECT_DOUBLE_EQ(h.ratio(), 0.7);
 }
 
+// folio's default: outputs that may stop early count nothing beyond their length until a
+// preemption shows that they outgrow the cache; then SGLang's share, decaying to 0.
+TEST(AdmissionHeadroom, TheReactiveRatioStartsAtZeroAndRisesAtAPreemption) {
+  AdmissionHeadroom h(1.0, 256, true);
+  EXPECT_TRUE(h.enabled());
+  EXPECT_DOUBLE_EQ(h.ratio(), 0.0);
+  EXPECT_THAT(growth_of(h, group(1, 6, 20, false)), ::testing::ElementsAre(IsGrowth(6, 0)));
+  EXPECT_THAT(growth_of(h, group(1, 6, 20, true)), ::testing::ElementsAre(IsGrowth(6, 20)));
+  for (int i = 0; i < 50; ++i) h.end_step(false, true, false);
+  EXPECT_DOUBLE_EQ(h.ratio(), 0.0);  // decoding alone never raises it
+  h.end_step(/*preempted=*/true, true, false);
+  EXPECT_DOUBLE_EQ(h.ratio(), 0.7);
+  EXPECT_THAT(growth_of(h, group(1, 6, 20, false)), ::testing::ElementsAre(IsGrowth(6, 14)));
+  for (int i = 0; i < 300; ++i) h.end_step(false, true, false);
+  EXPECT_NEAR(h.ratio(), 0.35, 1e-9);  // to 0 over 600 decoding steps
+  for (int i = 0; i < 1000; ++i) h.end_step(false, true, false);
+  EXPECT_DOUBLE_EQ(h.ratio(), 0.0);
+  h.end_step(true, true, false);
+  h.end_step(false, false, /*idle=*/true);
+  EXPECT_DOUBLE_EQ(h.ratio(), 0.0);
+}
+
 TEST(AdmissionHeadroom, ConservativenessScalesTheRatioAndZeroTurnsItOff) {
-  EXPECT_FALSE(AdmissionHeadroom(0.0, 256).enabled());
-  AdmissionHeadroom careful(2.0, 256);
+  EXPECT_FALSE(AdmissionHeadroom(0.0, 256, false).enabled());
+  AdmissionHeadroom careful(2.0, 256, false);
   EXPECT_TRUE(careful.enabled());
   EXPECT_DOUBLE_EQ(careful.ratio(), 1.0);  // 0.7 x 2, at most 1
   EXPECT_THAT(growth_of(careful, group(1, 6, 20, false)), ::testing::ElementsAre(IsGrowth(6, 20)));
@@ -143,16 +165,22 @@ struct FourRun {
   std::map<FakeEngine::StreamKey, std::vector<TokenId>> streams;
 };
 
-// Four requests of 8 prompt + 16 output tokens (6 blocks each at the end) in 16 blocks.
-FourRun run_four(double conservativeness) {
+// `n` (four) requests of 8 prompt + 16 output tokens (6 blocks each at the end) in 16 blocks;
+// their outputs certain (ignore_eos) or not (they may stop at EOS, though the fake engine never
+// samples one).
+FourRun run_four(double conservativeness, bool certain = true, bool reactive = true, int n = 4) {
   SchedulerConfig c;
   c.max_num_batched_tokens = 64;
   c.max_num_seqs = 8;
   c.max_model_len = 64;
   c.schedule_conservativeness = conservativeness;
+  c.reactive_headroom = reactive;
   FakeEngine e(c, make_kv(false, 16, 0));
-  for (GroupId id = 1; id <= 4; ++id)
-    EXPECT_TRUE(e.sched().add_request(certain_request(id, 8, 16)).ok());
+  for (GroupId id = 1; id <= n; ++id) {
+    Request r = certain_request(id, 8, 16);
+    r.params.ignore_eos = certain;
+    EXPECT_TRUE(e.sched().add_request(std::move(r)).ok());
+  }
   FourRun r;
   for (int i = 0; i < 500 && e.sched().has_unfinished(); ++i) {
     e.step();
@@ -180,6 +208,26 @@ TEST(AdmissionHeadroomScheduler, HoldsPromptsBackInsteadOfPreempting) {
   ASSERT_EQ(greedy.streams.size(), 4u);
   EXPECT_EQ(greedy.streams, headroom.streams);
   for (const auto& [key, tokens] : headroom.streams) EXPECT_EQ(tokens.size(), 16u);
+}
+
+// Outputs that may stop early: SGLang's ratio holds prompts back from the start; the reactive
+// one (the default) admits them as vLLM does (but for a partial block of room each) until the
+// first preemption, then holds back, so it preempts less than vLLM's admission. The tokens are
+// the same every way.
+TEST(AdmissionHeadroomScheduler, TheReactiveRatioHoldsBackOnlyAfterAPreemption) {
+  const FourRun greedy = run_four(0.0, /*certain=*/false, true, 12);
+  const FourRun sglang = run_four(1.0, false, /*reactive=*/false, 12);
+  const FourRun reactive = run_four(1.0, false, /*reactive=*/true, 12);
+  // vLLM's admission fills the 8 seats (2 blocks per prompt); the reactive ratio keeps a partial
+  // block of room per sequence (its next tokens: 6 fit); SGLang's reserves 0.7 x 16 tokens each.
+  EXPECT_EQ(greedy.first_running, 8);
+  EXPECT_EQ(reactive.first_running, 6);
+  EXPECT_LT(sglang.first_running, reactive.first_running);
+  EXPECT_GT(greedy.preemptions, 0);
+  EXPECT_GT(reactive.preemptions, 0);
+  EXPECT_LT(reactive.preemptions, greedy.preemptions);
+  EXPECT_EQ(greedy.streams, sglang.streams);
+  EXPECT_EQ(greedy.streams, reactive.streams);
 }
 
 // 16 blocks of 4: one output of 40 and two of 4. The sum of final lengths (12 + 3 + 3 blocks)

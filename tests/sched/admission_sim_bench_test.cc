@@ -60,7 +60,7 @@ struct SimResult {
 enum class Mode { kEos, kCertain, kCapped };
 
 SimResult simulate(const Load& load, Mode mode, double conservativeness, int kv_blocks,
-                   int seats = 1024) {
+                   int seats = 1024, bool reactive = true) {
   const bool ignore_eos = mode == Mode::kCertain;
   PagedKvConfig kc;
   kc.num_blocks = kv_blocks;
@@ -71,6 +71,7 @@ SimResult simulate(const Load& load, Mode mode, double conservativeness, int kv_
   c.max_num_seqs = seats;
   c.max_model_len = 4096;
   c.schedule_conservativeness = conservativeness;
+  c.reactive_headroom = reactive;
   Scheduler sched(c, kv);
   std::unordered_map<GroupId, int> stop_at;  // request -> output length
   for (size_t i = 0; i < load.prompt.size(); ++i) {
@@ -126,14 +127,25 @@ TEST(AdmissionSimBench, B2AsMeasured) {
   load.output.assign(1000, 1024);
   for (auto [blocks, seats] :
        {std::pair{58903, 1024}, std::pair{29418, 256}, std::pair{29418, 1024}}) {
-    for (auto [mode, cons] : {std::pair{Mode::kCertain, 0.0}, std::pair{Mode::kCertain, 1.0},
-                              std::pair{Mode::kCapped, 1.0}}) {
-      const SimResult r = simulate(load, mode, cons, blocks, seats);
+    // Certain (ignore_eos) at 0 and 0.3; capped (max_tokens = 1024 without ignore_eos: counted
+    // by the ratio) at 1 and 0.3 with SGLang's ratio and at 0.3 with the reactive one.
+    struct Arm {
+      Mode mode;
+      double cons;
+      bool reactive;
+    };
+    for (const Arm& a : {Arm{Mode::kCertain, 0.0, true}, Arm{Mode::kCertain, 0.3, true},
+                         Arm{Mode::kCapped, 1.0, false}, Arm{Mode::kCapped, 0.3, false},
+                         Arm{Mode::kCapped, 0.3, true}}) {
+      const SimResult r = simulate(load, a.mode, a.cons, blocks, seats, a.reactive);
       ASSERT_TRUE(r.all_finished);
       std::printf(
-          "B2 %d blocks %d seats %s cons %.1f: %lld steps, %lld preemptions, %.1f rows/step, "
+          "B2 %d blocks %d seats %s cons %.1f%s: %lld steps, %lld preemptions, %.1f rows/step, "
           "model %.1f s, %.0f out tok/s; schedule() %.1f us per step on this host\n",
-          blocks, seats, mode == Mode::kCertain ? "certain" : "capped", cons,
+          blocks, seats, a.mode == Mode::kCertain ? "certain" : "capped", a.cons,
+          a.cons == 0.0 || a.mode == Mode::kCertain ? ""
+          : a.reactive                              ? " reactive"
+                                                    : " sglang",
           static_cast<long long>(r.steps), static_cast<long long>(r.preemptions),
           double(r.decode_rows) / double(r.steps), r.modelled_s, 1024000.0 / r.modelled_s,
           1e6 * r.schedule_s / double(r.steps));
@@ -143,8 +155,8 @@ TEST(AdmissionSimBench, B2AsMeasured) {
 
 TEST(AdmissionSimBench, OutputsThatStopEarly) {
   if (!std::getenv("FOLIO_SCHED_BENCH")) GTEST_SKIP() << "set FOLIO_SCHED_BENCH=1 to run it";
-  std::printf("%-44s %-6s %8s %9s %12s %10s %10s %12s\n", "load", "cons.", "steps", "preempt",
-              "tokens", "rows/step", "model s", "out tok/s");
+  std::printf("%-44s %-13s %8s %9s %12s %10s %10s %12s\n", "load", "cons. ratio", "steps",
+              "preempt", "tokens", "rows/step", "model s", "out tok/s");
   for (const char* file :
        {"eos_mean100_2000.jsonl", "eos_mean400_2000.jsonl", "sharegpt_like_1000_eos2048.jsonl"}) {
     const Load load = read_load(file);
@@ -152,16 +164,24 @@ TEST(AdmissionSimBench, OutputsThatStopEarly) {
     for (int o : load.output) out_tokens += o;
     // 65k and 262k tokens of KV; and the H200's whole pool for Llama-3-8B at 0.9 (B1, B2).
     for (int blocks : {4096, 16384, 58903}) {
+      // vLLM's admission (0); SGLang's ratio at 0.3 and 1; the reactive ratio (the default)
+      // at 0.3 and 1. Certain and capped outputs at 0.3 (for them the ratios differ little).
       for (Mode mode : {Mode::kEos, Mode::kCertain, Mode::kCapped}) {
-        for (double cons : {0.0, 0.3, 1.0}) {
-          const SimResult r = simulate(load, mode, cons, blocks);
+        for (auto [cons, reactive] :
+             {std::pair{0.0, false}, std::pair{0.3, false}, std::pair{1.0, false},
+              std::pair{0.3, true}, std::pair{1.0, true}}) {
+          if (mode != Mode::kEos && (cons == 1.0 || (cons == 0.3 && !reactive))) continue;
+          const SimResult r = simulate(load, mode, cons, blocks, 1024, reactive);
           ASSERT_TRUE(r.all_finished);
           char what[96];
           std::snprintf(what, sizeof what, "%s, %d blocks, %s", file, blocks,
                         mode == Mode::kEos       ? "EOS"
                         : mode == Mode::kCertain ? "certain"
                                                  : "capped");
-          std::printf("%-44s %-6.1f %8lld %9lld %12lld %10.1f %10.2f %12.0f\n", what, cons,
+          std::printf("%-44s %-3.1f %-9s %8lld %9lld %12lld %10.1f %10.2f %12.0f\n", what, cons,
+                      cons == 0.0 ? ""
+                      : reactive  ? "reactive"
+                                  : "sglang",
                       static_cast<long long>(r.steps), static_cast<long long>(r.preemptions),
                       static_cast<long long>(r.computed_tokens),
                       double(r.decode_rows) / double(r.steps), r.modelled_s,

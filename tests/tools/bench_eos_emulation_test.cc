@@ -34,14 +34,15 @@ std::vector<WorkloadItem> mixed_items(bool stop_early) {
   return items;
 }
 
-ThroughputResult run(const std::vector<WorkloadItem>& items, int kv_blocks,
-                     double conservativeness) {
+ThroughputResult run(const std::vector<WorkloadItem>& items, int kv_blocks, double conservativeness,
+                     bool reactive = true) {
   const ModelConfig model = llama3_8b();
   EngineConfig c;
   c.block_size = 16;
   c.sched.max_num_seqs = 256;
   c.sched.max_num_batched_tokens = 4096;
   c.sched.schedule_conservativeness = conservativeness;
+  c.sched.reactive_headroom = reactive;
   auto engine = EngineCore::create(
       c, model, std::make_unique<InstantExecutor>(model.vocab_size, 16, kv_blocks), nullptr);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
@@ -69,13 +70,14 @@ TEST(BenchEosEmulation, CertainOutputsAreNotEnded) {
   EXPECT_EQ(r.output_tokens, total_output_tokens(items));
 }
 
-// The admission headroom counts an uncertain output by its max_tokens (0.7 x 961-1000 tokens at
+// SGLang's ratio counts an uncertain output by its max_tokens (0.7 x 961-1000 tokens at
 // conservativeness 1) and a certain one by its length: in 200 blocks (3200 tokens) the certain
 // load runs all 40 at once (4-6 blocks each), the one that stops early only a few. vLLM's
-// admission (0) looks at neither and runs them alike.
+// admission (0) looks at neither and runs them alike, and so does the reactive ratio (the
+// default) until a preemption.
 TEST(BenchEosEmulation, TheSchedulerDoesNotKnowTheLength) {
-  const ThroughputResult certain = run(mixed_items(false), 200, 1.0);
-  const ThroughputResult early = run(mixed_items(true), 200, 1.0);
+  const ThroughputResult certain = run(mixed_items(false), 200, 1.0, /*reactive=*/false);
+  const ThroughputResult early = run(mixed_items(true), 200, 1.0, /*reactive=*/false);
   EXPECT_EQ(certain.peak_running_sequences, 40);
   EXPECT_LT(early.peak_running_sequences, 10);
   EXPECT_EQ(early.output_tokens, certain.output_tokens);
@@ -84,6 +86,9 @@ TEST(BenchEosEmulation, TheSchedulerDoesNotKnowTheLength) {
   const ThroughputResult early0 = run(mixed_items(true), 200, 0.0);
   EXPECT_EQ(early0.peak_running_sequences, certain0.peak_running_sequences);
   EXPECT_EQ(early0.num_steps, certain0.num_steps);
+  const ThroughputResult reactive = run(mixed_items(true), 200, 1.0, /*reactive=*/true);
+  EXPECT_EQ(reactive.peak_running_sequences, 40);
+  EXPECT_EQ(reactive.num_preemptions, 0);
 }
 
 TEST(BenchEosEmulation, ABudgetOverTheContextIsRefused) {
