@@ -64,8 +64,8 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
   c->add_option("--schedule-conservativeness", f.schedule_conservativeness,
                 "admit a prompt only when the KV cache also keeps what running requests are "
                 "expected to grow into (SGLang's; larger reserves more for outputs that may stop "
-                "early; default 0.3; 0: admit whatever fits now and preempt when the cache runs out, "
-                "as vLLM)")
+                "early, once a preemption has shown the cache too small for them; default 0.3; 0: "
+                "admit whatever fits now and preempt when the cache runs out, as vLLM)")
       ->check(CLI::Range(0.0, 100.0));
   c->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f.enable_chunked_prefill,
               "split long prompts across steps (default on)");
