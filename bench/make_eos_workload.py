@@ -8,7 +8,10 @@ know a request's length in advance. Two forms:
       MAX_TOKENS (the loads of tests/sched's AdmissionSimBench.OutputsThatStopEarly);
   bench/make_eos_workload.py from WORKLOAD MAX_TOKENS > FILE
       WORKLOAD's lines with "max_tokens": MAX_TOKENS added (its output lengths become where each
-      request stops: sharegpt_like_1000's are ShareGPT's reply lengths).
+      request stops: sharegpt_like_1000's are ShareGPT's reply lengths);
+  bench/make_eos_workload.py fixed N INPUT_LEN OUTPUT_LEN MAX_TOKENS > FILE
+      N equal requests; with MAX_TOKENS = OUTPUT_LEN, B2's shape with EOS honoured ("capped":
+      the outputs do run to max_tokens, but the scheduler cannot count on it).
 """
 import json
 import math
@@ -38,12 +41,21 @@ def from_workload(path, max_tokens):
             yield item
 
 
+def fixed(n, input_len, output_len, max_tokens):
+    if max_tokens < output_len:
+        sys.exit(f"max_tokens {max_tokens} is below output_len {output_len}")
+    for _ in range(n):
+        yield {"input_len": input_len, "output_len": output_len, "max_tokens": max_tokens}
+
+
 def main():
     args = sys.argv[1:]
     if len(args) == 5 and args[0] == "geometric":
         items = geometric(int(args[1]), float(args[2]), int(args[3]), int(args[4]))
     elif len(args) == 3 and args[0] == "from":
         items = from_workload(args[1], int(args[2]))
+    elif len(args) == 5 and args[0] == "fixed":
+        items = fixed(int(args[1]), int(args[2]), int(args[3]), int(args[4]))
     else:
         sys.exit(__doc__)
     for item in items:
