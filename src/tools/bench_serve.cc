@@ -120,8 +120,11 @@ class LoadGenerator {
       st.last_chunk = ts;
       ++st.num_chunks;
     }
+    // Tokens so far: the usage on every chunk (asked for), else the chunks (a server without
+    // continuous usage: each chunk carries at least one token).
     const WorkloadItem& item = c_.workload[i];
-    return !(item.max_tokens > 0 && st.error.empty() && st.usage_tokens >= item.output_len);
+    const int seen = st.usage_tokens >= 0 ? st.usage_tokens : st.num_chunks;
+    return !(item.max_tokens > 0 && st.error.empty() && seen >= item.output_len);
   }
 
   void on_done(size_t i, StreamState& st, Status s) {
