@@ -22,17 +22,8 @@
 # $OUT gets admission.log (this output) and admission-json.tgz (one JSON per run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-if [[ -n ${FOLIO:-} ]]; then
-  out=${OUT:-/tmp/folio-gpu-admission}
-  mkdir -p "$out"
-else
-  source scripts/gpu-carry.sh
-  carry_start admission || exit 1
-  FOLIO=$CARRY/folio
-fi
-exec > >(tee "$out/admission.log") 2>&1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
-date -u +%FT%TZ
+source scripts/gpu-carry.sh
+folio_start admission || exit 1
 git rev-parse --short HEAD 2>/dev/null || true
 read -r -a model <<<"${MODEL_ARGS:---model-config configs/llama-3-8b.json --load-format dummy --device cuda}"
 json=$(mktemp -d)

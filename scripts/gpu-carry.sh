@@ -56,6 +56,23 @@ carry_start() {
   mkdir -p "$out"
 }
 
+# The start of a script that drives the `folio` binary (scripts/gpu-serve.sh, gpu-admission.sh):
+# FOLIO set = a local build (a smoke run without a GPU; `out` is $OUT or /tmp/folio-gpu-NAME),
+# else the carried build (carry_start). Then this output also goes to $out/NAME.log, headed by
+# the GPU and the date. `folio_start NAME || exit 1`.
+folio_start() {
+  if [[ -n ${FOLIO:-} ]]; then
+    out=${OUT:-/tmp/folio-gpu-$1}
+    mkdir -p "$out"
+  else
+    carry_start "$1" || return 1
+    FOLIO=$CARRY/folio
+  fi
+  exec > >(tee "$out/$1.log") 2>&1
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+  date -u +%FT%TZ
+}
+
 # A/B of whole builds within the 64 MiB a device call carries (the tracked tree alone is ~48 MB,
 # one carry folder 13 MB): `carry_ab_pack DIR NAME=BUILD...` (here; BUILD a build folder or a
 # folio_cuda_tests binary copied aside) puts each build's stripped folio_cuda_tests under NAME/

@@ -23,17 +23,8 @@
 # serve-rate<R>.json and serve-inf-<k>.json: at most 8 files come back from a device call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-if [[ -n ${FOLIO:-} ]]; then
-  out=${OUT:-/tmp/folio-gpu-serve}
-  mkdir -p "$out"
-else
-  source scripts/gpu-carry.sh
-  carry_start serve || exit 1
-  FOLIO=$CARRY/folio
-fi
-exec > >(tee "$out/serve.log") 2>&1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
-date -u +%FT%TZ
+source scripts/gpu-carry.sh
+folio_start serve || exit 1
 read -r -a model <<<"${MODEL_ARGS:---model-config configs/llama-3-8b.json --load-format dummy --device cuda}"
 port=${PORT:-8000}
 seed=0

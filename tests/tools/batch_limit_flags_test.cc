@@ -3,7 +3,6 @@
 // the command line is an error, not a request for the defaults.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "tools/engine_flags.h"
@@ -73,32 +72,6 @@ TEST(BatchLimitFlags, ScheduleConservativeness) {
   EXPECT_THROW((void)config_of("--schedule-conservativeness -0.5"), CLI::ValidationError);
   EXPECT_THROW((void)config_of("--schedule-conservativeness 101"), CLI::ValidationError);
   EXPECT_THROW((void)config_of("--schedule-conservativeness lots"), CLI::ValidationError);
-}
-
-// FOLIO_ADMISSION_RATIO, the measuring switch of SchedulerConfig::reactive_headroom: reactive
-// unless it says sglang; anything else is an error naming it.
-TEST(BatchLimitFlags, AdmissionRatioFromTheEnvironment) {
-  auto with = [](const char* v) {
-    if (v)
-      setenv("FOLIO_ADMISSION_RATIO", v, 1);
-    else
-      unsetenv("FOLIO_ADMISSION_RATIO");
-    auto c = config_of("");
-    unsetenv("FOLIO_ADMISSION_RATIO");
-    return c;
-  };
-  auto unset = with(nullptr);
-  ASSERT_TRUE(unset.ok());
-  EXPECT_TRUE(unset->sched.reactive_headroom);
-  auto sglang = with("sglang");
-  ASSERT_TRUE(sglang.ok());
-  EXPECT_FALSE(sglang->sched.reactive_headroom);
-  auto reactive = with("reactive");
-  ASSERT_TRUE(reactive.ok());
-  EXPECT_TRUE(reactive->sched.reactive_headroom);
-  auto bad = with("SGLang");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("FOLIO_ADMISSION_RATIO"), std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // --scheduling-policy as users type it: fcfs, priority (vLLM's) and lof (SGLang's longest output
-// first) map to SchedulePolicy; any other value fails the command line and the config.
+// first) map to SchedulePolicy; any other value fails the command line and the config. And the
+// scheduler's measuring switches read from the environment (FOLIO_DECODE_ROWS,
+// FOLIO_ADMISSION_RATIO).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -41,15 +43,21 @@ TEST(SchedulingPolicyFlag, OtherNamesAreErrors) {
   EXPECT_NE(c.status().message().find("--scheduling-policy"), std::string::npos);
 }
 
+// The default flags' config with the environment variable `name` set to `value` (nullptr:
+// unset), and unset again after: the scheduler's measuring switches are read from it.
+Result<EngineConfig> config_with_env(const char* name, const char* value) {
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+  auto c = tools::to_engine_config(tools::EngineFlags{});
+  unsetenv(name);
+  return c;
+}
+
 // FOLIO_DECODE_ROWS, the measuring switch of SchedulerConfig::decode_rows_longest_first.
 TEST(SchedulingPolicyFlag, DecodeRowsFromTheEnvironment) {
-  auto rows = [](const char* v) {
-    if (v) setenv("FOLIO_DECODE_ROWS", v, 1);
-    else unsetenv("FOLIO_DECODE_ROWS");
-    auto c = tools::to_engine_config(tools::EngineFlags{});
-    unsetenv("FOLIO_DECODE_ROWS");
-    return c;
-  };
+  auto rows = [](const char* v) { return config_with_env("FOLIO_DECODE_ROWS", v); };
   auto unset = rows(nullptr);
   ASSERT_TRUE(unset.ok());
   EXPECT_TRUE(unset->sched.decode_rows_longest_first);  // the default since session 42
@@ -62,6 +70,24 @@ TEST(SchedulingPolicyFlag, DecodeRowsFromTheEnvironment) {
   auto bad = rows("longest");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("FOLIO_DECODE_ROWS"), std::string::npos);
+}
+
+// FOLIO_ADMISSION_RATIO, the measuring switch of SchedulerConfig::reactive_headroom: reactive
+// unless it says sglang; anything else is an error naming it.
+TEST(SchedulingPolicyFlag, AdmissionRatioFromTheEnvironment) {
+  auto with = [](const char* v) { return config_with_env("FOLIO_ADMISSION_RATIO", v); };
+  auto unset = with(nullptr);
+  ASSERT_TRUE(unset.ok());
+  EXPECT_TRUE(unset->sched.reactive_headroom);
+  auto sglang = with("sglang");
+  ASSERT_TRUE(sglang.ok());
+  EXPECT_FALSE(sglang->sched.reactive_headroom);
+  auto reactive = with("reactive");
+  ASSERT_TRUE(reactive.ok());
+  EXPECT_TRUE(reactive->sched.reactive_headroom);
+  auto bad = with("SGLang");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("FOLIO_ADMISSION_RATIO"), std::string::npos);
 }
 
 }  // namespace
