@@ -250,7 +250,10 @@ void Scheduler::schedule_waiting(SchedulerOutput& out) {
       dequeue(waiting_, g);
       g->status = SeqStatus::kRunning;
       for (Sequence& s : g->seqs)
-        if (!s.finished()) s.status = SeqStatus::kRunning;
+        if (!s.finished()) {
+          s.status = SeqStatus::kRunning;
+          stats_.num_prefix_hit_tokens += s.num_computed;  // this admission's prefix-cache hit
+        }
       enqueue(running_, g);
       commit(g, p, out);
       continue;

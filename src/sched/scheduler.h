@@ -42,6 +42,8 @@ struct SchedulerStats {
   int64_t num_swapped_out_blocks = 0;
   int64_t num_failed = 0;
   int peak_blocks_used = 0;
+  int64_t num_scheduled_tokens = 0;   // tokens run over all steps: prompt chunks, recompute, decode
+  int64_t num_prefix_hit_tokens = 0;  // tokens of admitted prompts whose K/V the prefix cache held
   double kv_slot_utilization_sum = 0;  // sum over steps of filled slots / used slots
   double kv_slot_utilization() const {
     return num_steps ? kv_slot_utilization_sum / double(num_steps) : 0.0;

@@ -156,6 +156,7 @@ void Scheduler::record_step_stats(const SchedulerOutput& out) {
   stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, kv_.num_used_blocks());
   if (out.empty()) return;
   ++stats_.num_steps;
+  stats_.num_scheduled_tokens += out.num_batched_tokens;
   int64_t used = static_cast<int64_t>(kv_.num_used_blocks()) * kv_.block_size();
   if (used > 0) stats_.kv_slot_utilization_sum += double(kv_.num_filled_slots()) / double(used);
 }

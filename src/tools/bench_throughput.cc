@@ -73,6 +73,8 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
   const SchedulerStats& s = engine.scheduler().stats();
   r.num_steps = s.num_steps;
   r.num_preemptions = s.num_preemptions;
+  r.scheduled_tokens = s.num_scheduled_tokens;
+  r.prefix_cache_hit_tokens = s.num_prefix_hit_tokens;
   r.kv_slot_utilization = s.kv_slot_utilization();
   r.peak_kv_blocks_used = s.peak_blocks_used;
   r.kv_num_blocks = engine.kv().num_total_blocks();
@@ -107,7 +109,9 @@ nlohmann::json throughput_json(const ThroughputResult& r) {
       {"max_num_batched_tokens", r.max_num_batched_tokens},
       {"max_num_seqs", r.max_num_seqs},
       {"schedule_conservativeness", r.schedule_conservativeness},
-      {"num_ended_at_output_len", r.num_ended_at_output_len}};
+      {"num_ended_at_output_len", r.num_ended_at_output_len},
+      {"scheduled_tokens", r.scheduled_tokens},
+      {"prefix_cache_hit_tokens", r.prefix_cache_hit_tokens}};
 }
 
 }  // namespace folio::tools

@@ -41,6 +41,10 @@ struct ThroughputResult {
   // Requests the benchmark ended at their output_len (items with max_tokens; the others end by
   // themselves, at max_tokens or at a real EOS).
   int num_ended_at_output_len = 0;
+  // Tokens the model ran (prompt chunks, recompute, decode) and prompt tokens the prefix cache
+  // answered at admission: what shared prefixes ("prefix_group") saved.
+  int64_t scheduled_tokens = 0;
+  int64_t prefix_cache_hit_tokens = 0;
 };
 
 // Errors (nothing run) when a request cannot fit the engine's context length; an engine
@@ -50,8 +54,8 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
 
 // requests_per_second, output_tokens_per_second, total_tokens_per_second, elapsed_seconds,
 // kv_slot_utilization, num_preemptions, peak_running_sequences, kv_cache_dtype,
-// max_num_batched_tokens, max_num_seqs, schedule_conservativeness, num_ended_at_output_len and
-// the raw counts.
+// max_num_batched_tokens, max_num_seqs, schedule_conservativeness, num_ended_at_output_len,
+// scheduled_tokens, prefix_cache_hit_tokens and the raw counts.
 nlohmann::json throughput_json(const ThroughputResult& r);
 
 // Aborts, when it goes out of scope, every request it saw added that is still live: an early

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
-
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tools/bench_rng.h"
@@ -39,6 +39,20 @@ Result<WorkloadItem> parse_workload_line(std::string_view line) {
       return invalid_argument("\"max_tokens\" (" + std::to_string(item.max_tokens) +
                               ") must be at least \"output_len\" (" +
                               std::to_string(item.output_len) + ")");
+  }
+  const bool has_group = j.contains("prefix_group"), has_len = j.contains("prefix_len");
+  if (has_group != has_len)
+    return invalid_argument("\"prefix_group\" and \"prefix_len\" go together");
+  if (has_group) {
+    const nlohmann::json& g = j["prefix_group"];
+    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > (int64_t{1} << 30))
+      return invalid_argument("\"prefix_group\" must be an integer in [0, 2^30], got " + g.dump());
+    item.prefix_group = static_cast<int>(g.get<int64_t>());
+    FOLIO_RETURN_IF_ERROR(read_length(j, "prefix_len", item.prefix_len));
+    if (item.prefix_len > item.input_len)
+      return invalid_argument("\"prefix_len\" (" + std::to_string(item.prefix_len) +
+                              ") must be at most \"input_len\" (" + std::to_string(item.input_len) +
+                              ")");
   }
   return item;
 }
@@ -84,11 +98,32 @@ std::vector<std::vector<int32_t>> make_random_prompts(const std::vector<Workload
                                                       int vocab_size, uint64_t seed) {
   SplitMix64 rng(seed);
   const uint64_t vocab = static_cast<uint64_t>(std::max(1, vocab_size));
+  // Each group's prefix, as long as its longest prefix_len, drawn once from the group's stream.
+  std::map<int, std::vector<int32_t>> group_prefix;
+  for (const auto& item : items) {
+    if (item.prefix_group < 0) continue;
+    std::vector<int32_t>& ids = group_prefix[item.prefix_group];
+    if (static_cast<int>(ids.size()) >= item.prefix_len) continue;
+    // The group's stream starts at a hash of (seed, group): streams of neighbouring groups
+    // do not overlap, as they would if their starting states were one increment apart.
+    SplitMix64 group_rng(SplitMix64((seed ^ 0x5eed9a7e11ull) * 0x100000001b3ull +
+                                    static_cast<uint64_t>(item.prefix_group))
+                             .next());
+    ids.resize(static_cast<size_t>(item.prefix_len));
+    for (auto& id : ids) id = static_cast<int32_t>(group_rng.next() % vocab);
+  }
   std::vector<std::vector<int32_t>> prompts;
   prompts.reserve(items.size());
   for (const auto& item : items) {
     std::vector<int32_t> ids(static_cast<size_t>(item.input_len));
-    for (auto& id : ids) id = static_cast<int32_t>(rng.next() % vocab);
+    size_t own_from = 0;
+    if (item.prefix_group >= 0) {
+      const std::vector<int32_t>& prefix = group_prefix[item.prefix_group];
+      own_from = static_cast<size_t>(item.prefix_len);
+      std::copy_n(prefix.begin(), own_from, ids.begin());
+    }
+    for (size_t i = own_from; i < ids.size(); ++i)
+      ids[i] = static_cast<int32_t>(rng.next() % vocab);
     prompts.push_back(std::move(ids));
   }
   return prompts;

@@ -2,7 +2,9 @@
 // {"input_len": N, "output_len": M} lines (bench/workloads/sharegpt_like_1000.jsonl), optionally
 // with "max_tokens": K >= M (an output that stops early, as at an EOS: see WorkloadItem), or made
 // of one fixed shape, and the random prompts that fill them (token ids drawn from a seeded RNG, so
-// a run is repeatable and prompts share no prefix beyond chance).
+// a run is repeatable and prompts share no prefix beyond chance), optionally with
+// "prefix_group": G, "prefix_len": P (requests of one group share their first P tokens, as
+// SGLang's generated-shared-prefix dataset: a system prompt or few-shot examples).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,11 @@ struct WorkloadItem {
   // length in advance (dummy weights never stop on their own): `bench throughput` aborts it,
   // `bench serve` closes its stream.
   int max_tokens = 0;
+  // -1: the whole prompt is the request's own. Else the first prefix_len (1..input_len) tokens
+  // come from group prefix_group's token stream, so every request of the group starts with the
+  // same ids (a shorter prefix_len is a prefix of a longer one); the rest are its own.
+  int prefix_group = -1;
+  int prefix_len = 0;
 };
 
 // One JSONL line. Errors name the field and the problem ("input_len must be an integer >= 1").
@@ -38,7 +45,9 @@ int64_t total_input_tokens(const std::vector<WorkloadItem>& items);
 int64_t total_output_tokens(const std::vector<WorkloadItem>& items);
 
 // One prompt per item, ids uniform in [0, vocab_size), from a splitmix64 stream seeded by
-// `seed` (the same ids on every platform, unlike std::uniform_int_distribution).
+// `seed` (the same ids on every platform, unlike std::uniform_int_distribution). An item's
+// shared prefix comes from its group's own stream (seeded by `seed` and the group), and only its
+// own tokens from the main one, so a workload without groups gets the ids it always got.
 std::vector<std::vector<int32_t>> make_random_prompts(const std::vector<WorkloadItem>& items,
                                                       int vocab_size, uint64_t seed);
 

@@ -38,6 +38,11 @@ void print_result(const ThroughputResult& r, const std::string& device) {
               r.kv_block_size, r.kv_cache_dtype.c_str());
   std::printf("Preemptions: %lld, peak concurrent sequences: %d\n",
               static_cast<long long>(r.num_preemptions), r.peak_running_sequences);
+  if (r.prefix_cache_hit_tokens > 0)
+    std::printf("Prefix cache: %lld of %lld prompt tokens hit at admission; %lld tokens run\n",
+                static_cast<long long>(r.prefix_cache_hit_tokens),
+                static_cast<long long>(r.prompt_tokens),
+                static_cast<long long>(r.scheduled_tokens));
 }
 
 int run(const ThroughputFlags& f) {

@@ -177,6 +177,32 @@ TEST(Scheduler, PrefixHitSkipsCachedBlocks) {
   EXPECT_EQ(e.kv().stats().prefix_hit_tokens, 12);
 }
 
+TEST(Scheduler, StatsCountTokensRunAndPrefixHitsAtAdmission) {
+  // 5 blocks of 4: request 1 (16 + 4 tokens) takes all of them, so request 2 (its 16 tokens and
+  // 3 more) is looked up, and rolled back, on every step until request 1 ends; the stats count
+  // its hit once, when it is admitted, while the manager's own counter counts every lookup.
+  FakeEngine e(cfg(64), make_kv(false, 5, 0));
+  ASSERT_TRUE(e.sched().add_request(req(1, 16, 4)).ok());
+  int64_t run = 0;
+  SchedulerOutput o = e.sched().schedule();
+  run += o.num_batched_tokens;
+  e.sched().update_from_output({{{o.seqs[0].seq_id, 7}}, {}});
+  ASSERT_TRUE(e.sched().add_request(req(2, 19, 1)).ok());  // shares request 1's 16 tokens
+  for (int guard = 0; guard < 50 && e.sched().has_unfinished(); ++guard) {
+    o = e.sched().schedule();
+    run += o.num_batched_tokens;
+    StepResult r;
+    for (const auto& x : o.seqs)
+      if (x.samples()) r.sampled.push_back({x.seq_id, 7});
+    e.sched().update_from_output(r);
+  }
+  ASSERT_FALSE(e.sched().has_unfinished());
+  EXPECT_EQ(e.sched().stats().num_scheduled_tokens, run);
+  EXPECT_EQ(run, 16 + 3 + 3);  // request 1's prompt and 3 decode inputs; request 2's last 3
+  EXPECT_EQ(e.sched().stats().num_prefix_hit_tokens, 16);
+  EXPECT_GT(e.kv().stats().prefix_hit_tokens, 16);  // the retried lookups
+}
+
 TEST(Scheduler, ParallelSamplingForksAfterThePromptAndCopiesOnWrite) {
   FakeEngine e(cfg(64), make_kv(false, 64, 0));
   ASSERT_TRUE(e.sched().add_request(req(1, 6, 3, 0, /*n=*/3)).ok());

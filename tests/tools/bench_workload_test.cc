@@ -1,12 +1,13 @@
 // Workload files: parsing, clear per-line errors, truncation, and the seeded random prompts.
+#include "tools/bench_workload.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
-
-#include "tools/bench_workload.h"
 
 namespace folio::tools {
 namespace {
@@ -123,6 +124,55 @@ TEST(BenchWorkload, RandomPromptsAreSeededAndInRange) {
   }
   EXPECT_GT(distinct.size(), 60u);  // 150 draws over 97 ids: a real spread
   EXPECT_NE(a[0], a[1]);            // requests do not share a prompt
+}
+
+TEST(BenchWorkload, PrefixGroupsShareTheirFirstTokens) {
+  auto item = parse_workload_line(
+      R"({"input_len": 40, "output_len": 4, "prefix_group": 3, "prefix_len": 32})");
+  ASSERT_TRUE(item.ok()) << item.status().to_string();
+  EXPECT_EQ(item->prefix_group, 3);
+  EXPECT_EQ(item->prefix_len, 32);
+  for (const char* bad :
+       {R"({"input_len": 40, "output_len": 4, "prefix_group": 3})",
+        R"({"input_len": 40, "output_len": 4, "prefix_len": 8})",
+        R"({"input_len": 40, "output_len": 4, "prefix_group": -1, "prefix_len": 8})",
+        R"({"input_len": 40, "output_len": 4, "prefix_group": 1, "prefix_len": 41})",
+        R"({"input_len": 40, "output_len": 4, "prefix_group": 1, "prefix_len": 0})",
+        R"({"input_len": 40, "output_len": 4, "prefix_group": "a", "prefix_len": 8})"}) {
+    auto r = parse_workload_line(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("prefix_"), std::string::npos) << r.status().message();
+  }
+
+  // Groups 0 and 1 (lengths 30 and 20 in group 0: the shorter is a prefix of the longer), and
+  // a request of its own between them.
+  std::vector<WorkloadItem> items = {{40, 4, 0, 0, 30},
+                                     {50, 4, 0, 1, 20},
+                                     {40, 4, 0, -1, 0},
+                                     {35, 4, 0, 0, 20},
+                                     {30, 4, 0, 1, 20}};
+  auto p = make_random_prompts(items, 1000, 7);
+  ASSERT_EQ(p.size(), 5u);
+  for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(p[i].size(), size_t(items[i].input_len));
+  auto same = [&](size_t a, size_t b, size_t from, size_t to) {
+    return std::equal(p[a].begin() + from, p[a].begin() + to, p[b].begin() + from);
+  };
+  EXPECT_TRUE(same(0, 3, 0, 20));    // group 0 at its shorter length
+  EXPECT_FALSE(same(0, 3, 20, 30));  // past request 3's prefix_len its tokens are its own
+  EXPECT_TRUE(same(1, 4, 0, 20));    // group 1
+  EXPECT_FALSE(same(0, 1, 0, 20));   // the groups differ
+  EXPECT_FALSE(same(1, 4, 20, 30));  // own tokens after the prefix differ
+  EXPECT_FALSE(same(0, 2, 0, 20));   // a request without a group shares nothing
+  EXPECT_EQ(p, make_random_prompts(items, 1000, 7));
+  EXPECT_NE(make_random_prompts(items, 1000, 8)[0], p[0]);  // the seed moves the prefixes too
+
+  // Items without a group get exactly the ids they got before groups existed.
+  std::vector<WorkloadItem> plain = {{40, 4}, {35, 4}};
+  auto q = make_random_prompts(plain, 1000, 7);
+  std::vector<WorkloadItem> mixed = {{40, 4, 0, 0, 40}, {40, 4}, {35, 4}};
+  auto m = make_random_prompts(mixed, 1000, 7);
+  EXPECT_EQ(m[1], q[0]);  // a whole-prompt prefix draws nothing from the main stream
+  EXPECT_EQ(m[2], q[1]);
 }
 
 }  // namespace
