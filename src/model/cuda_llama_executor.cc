@@ -53,7 +53,9 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
   bool all_decode = true;
   for (int s = 0; s < b.num_seqs(); ++s)
     all_decode = all_decode && b.query_start[s + 1] - b.query_start[s] == 1;
-  if (all_decode && &c == &cache) {
+  cascade_on = false;
+  if (all_decode) FOLIO_RETURN_IF_ERROR(plan_cascade_step(b));  // may set cascade_on
+  if (all_decode && &c == &cache && !cascade_on) {
     if (const int bucket = graph_bucket(b.num_seqs()); bucket > 0)
       return forward_graph(b, req, bucket);
   }
@@ -131,8 +133,8 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
     mark("qkv_gemm");
   }
   // Decode on kernel tc: the attention kernel does qkv_post's work itself (decode_attention.h).
-  const bool qkv_in_attention = decode && fused_qkv_attn && fused_qkv_post && !config.qk_norm &&
-                                cuda::decode_fuses_qkv_post(*decode);
+  const bool qkv_in_attention = decode && !cascade_on && fused_qkv_attn && fused_qkv_post &&
+                                !config.qk_norm && cuda::decode_fuses_qkv_post(*decode);
   if (qkv_in_attention) {
     // Nothing to launch: the attention call below takes the raw qkv rows (p.qkv_post).
   } else if (fused_qkv_post && hd % 2 == 0 && hd <= 256) {
@@ -201,7 +203,9 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
     p.qkv_post.inv_freq = inv_freq.as<float>();
     p.qkv_post.slot_mapping = d.slot_mapping;
   }
-  FOLIO_RETURN_IF_ERROR(decode        ? cuda::decode_attention(p, *decode, workspace, stream)
+  FOLIO_RETURN_IF_ERROR(decode && cascade_on
+                            ? cuda::cascade_attention(p, cascade_plan, cascade_ws.data(), stream)
+                        : decode      ? cuda::decode_attention(p, *decode, workspace, stream)
                         : split_mixed ? step_attention(p)
                                       : cuda::prefill_attention(p, *prefill, stream));
   // step_attention marks each of its groups (a mixed step's decode rows as attn_decode).

@@ -78,6 +78,8 @@ class CudaLlamaExecutor final : public Executor {
   const CudaMemoryReport& memory_report() const;
   // Decode steps replayed as CUDA graphs so far (0 with --enforce-eager).
   int graph_steps() const;
+  // Decode steps that ran cascade attention (rows sharing prefix blocks; cuda_llama_cascade.cc).
+  int cascade_steps() const;
 
   Status execute(const ForwardBatch& batch, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/cuda/cascade_attention.h"
 #include "backend/cuda/cuda_events.h"
 #include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/cuda_stream.h"
@@ -246,6 +247,17 @@ struct CudaLlamaExecutor::Impl {
   Status reserve_step_attention(int max_len);
   Status plan_step_attention(const ForwardBatch& b);
   Status step_attention(const cuda::PagedAttentionParams& p);
+
+  // Cascade decode attention (cuda_llama_cascade.cc): a decode step whose rows share enough
+  // prefix blocks runs eagerly with cascade_attention instead of the per-row kernel.
+  int cascade_mode = -1;          // -1 not read yet; 0 off; 1 on (FOLIO_CASCADE_ATTENTION)
+  double cascade_min_saving = 0;  // the least share of the reads a plan must save
+  bool cascade_on = false;        // this step runs cascade_attention
+  int cascade_steps = 0;          // steps that did
+  cuda::CascadeDevicePlan cascade_plan;
+  cuda::PinnedHostBuffer cascade_host[2];
+  cuda::DeviceBuffer cascade_dev, cascade_ws;
+  Status plan_cascade_step(const ForwardBatch& b);
 
   // Attributes the op launched since the last mark to `stage` (no-op without a timer, and while
   // capturing: events on the legacy stream cannot be recorded then).

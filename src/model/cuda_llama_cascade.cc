@@ -1,0 +1,117 @@
+// CudaLlamaExecutor: cascade decode attention for steps whose rows share prefix blocks.
+//
+// With prefix caching, requests that began with the same system prompt hold the same physical
+// blocks for it, and the per-row decode kernel reads those blocks once per row. On an H200
+// (session 45, AttentionBench.K1SharedPrefix) 1024 rows of 2048 shared + 256 own tokens took
+// 1.6-2.0 ms per layer that way, where reading each block once would take 0.25-0.38 ms. Each
+// decode step therefore asks the host planner (backend/cascade_plan.h) whether its rows share
+// enough; if the plan saves at least `cascade_min_saving` of the reads and kMinSavedTokens
+// tokens, the step runs eagerly (no CUDA graph: the plan's shape changes from step to step) with
+// cascade_attention in every layer, and qkv_post runs on its own (the fused tc path writes K/V
+// inside the decode kernel).
+//
+// FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
+// the threshold (default 0.3; 0 takes every step whose rows share a segment, however little).
+// One GPU only for now (tensor parallel ranks keep the per-row kernel), a 16-bit cache and
+// head_dim 64/128 (cuda::cascade_supported). The kernel's figures are the measured ones: 2.4-3.0x
+// the per-row kernel at 256-1024 rows, 1.3-1.4x at 32 (a 2048-token prefix shared by 16 or all).
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/cascade_plan.h"
+#include "model/cuda_llama_executor_impl.h"
+
+namespace folio {
+namespace {
+
+size_t align16(size_t n) {
+  return (n + 15) / 16 * 16;
+}
+
+// Fewer saved tokens than this per layer would save under ~0.5 ms a step on an 8B model (16k
+// tokens x 4 KiB x 32 layers at ~4 TB/s), about what giving up the step's CUDA graph may cost.
+constexpr int64_t kMinSavedTokens = 16384;
+
+}  // namespace
+
+Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
+  if (cascade_mode < 0) {
+    const char* e = std::getenv("FOLIO_CASCADE_ATTENTION");
+    const std::string v = e ? e : "1";
+    if (v != "0" && v != "1")
+      return invalid_argument("FOLIO_CASCADE_ATTENTION=" + v + ": expected 0 or 1");
+    cuda::PagedAttentionParams geometry;
+    geometry.dtype = dt;
+    geometry.kv_dtype = kv.dtype;
+    geometry.num_heads = config.num_heads;
+    geometry.num_kv_heads = config.num_kv_heads;
+    geometry.head_dim = config.head_dim;
+    cascade_mode = v == "1" && shard.world == 1 && cuda::cascade_supported(geometry) ? 1 : 0;
+    cascade_min_saving = 0.3;
+    if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
+      char* end = nullptr;
+      cascade_min_saving = std::strtod(m, &end);
+      if (end == m || *end != '\0' || !(cascade_min_saving >= 0 && cascade_min_saving < 1))
+        return invalid_argument(std::string("FOLIO_CASCADE_MIN_SAVING=") + m +
+                                ": expected a fraction in [0, 1)");
+    }
+  }
+  cascade_on = false;
+  if (cascade_mode != 1 || b.num_seqs() < 2) return Status();
+  if (!rows_may_share(b.context_lens, b.block_table_start, b.block_table, kv.block_size))
+    return Status();
+  CascadeOptions o;
+  o.max_rows_per_item = cuda::cascade_max_rows_per_item(config.num_heads, config.num_kv_heads);
+  CascadePlan plan =
+      plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, o);
+  // Few rows make few items: shorter token ranges give every SM two thread blocks to run.
+  while (static_cast<int64_t>(plan.items.size()) * config.num_kv_heads < 2 * info.num_sms &&
+         o.max_tokens_per_item > 128) {
+    o.max_tokens_per_item /= 2;
+    plan = plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, o);
+  }
+  // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
+  const bool pays =
+      cascade_min_saving == 0 || (plan.saving() >= cascade_min_saving &&
+                                  plan.logical_tokens - plan.read_tokens >= kMinSavedTokens);
+  if (plan.num_segments == 0 || !pays) return Status();
+
+  // One upload: [items | rows | row_slot_start | row_slots], each 16-byte aligned.
+  const size_t items_b = align16(plan.items.size() * sizeof(CascadeItem));
+  const size_t rows_b = align16(plan.rows.size() * sizeof(int32_t));
+  const size_t start_b = align16(plan.row_slot_start.size() * sizeof(int32_t));
+  const size_t slots_b = plan.row_slots.size() * sizeof(int32_t);
+  const size_t total = items_b + rows_b + start_b + slots_b;
+  cuda::PinnedHostBuffer& staged = cascade_host[staging];
+  FOLIO_RETURN_IF_ERROR(ensure_pinned(staged, total));
+  FOLIO_RETURN_IF_ERROR(ensure_device(cascade_dev, staged.bytes()));
+  FOLIO_RETURN_IF_ERROR(ensure_device(
+      cascade_ws,
+      cuda::cascade_workspace_bytes(plan.num_slots, config.num_heads, config.head_dim)));
+  auto* h = static_cast<std::byte*>(staged.data());
+  std::memcpy(h, plan.items.data(), plan.items.size() * sizeof(CascadeItem));
+  std::memcpy(h + items_b, plan.rows.data(), plan.rows.size() * sizeof(int32_t));
+  std::memcpy(h + items_b + rows_b, plan.row_slot_start.data(),
+              plan.row_slot_start.size() * sizeof(int32_t));
+  std::memcpy(h + items_b + rows_b + start_b, plan.row_slots.data(), slots_b);
+  // The legacy stream orders this copy before the step's kernels; this staging buffer's last
+  // user, two steps back, has finished (see Impl::staging).
+  FOLIO_RETURN_IF_ERROR(cuda::copy_async(cascade_dev.data(), staged.data(), total, nullptr));
+  auto* d = static_cast<std::byte*>(cascade_dev.data());
+  cascade_plan.items = reinterpret_cast<const CascadeItem*>(d);
+  cascade_plan.num_items = static_cast<int>(plan.items.size());
+  cascade_plan.rows = reinterpret_cast<const int32_t*>(d + items_b);
+  cascade_plan.row_slot_start = reinterpret_cast<const int32_t*>(d + items_b + rows_b);
+  cascade_plan.row_slots = reinterpret_cast<const int32_t*>(d + items_b + rows_b + start_b);
+  cascade_plan.num_slots = plan.num_slots;
+  cascade_on = true;
+  ++cascade_steps;
+  return Status();
+}
+
+int CudaLlamaExecutor::cascade_steps() const {
+  return impl_->cascade_steps;
+}
+
+}  // namespace folio
