@@ -13,6 +13,8 @@
 //   3. the engine applies, in this order, swap-out copies, swap-in copies and
 //      take_pending_copies() (copy-on-write), then runs the model;
 //   4. mark_computed() makes the full blocks (or tokens) that now hold K/V reusable by others.
+//      The scheduler calls it as soon as it schedules them (vLLM V1's order): a reader in the
+//      same step runs after the step's K/V writes, a reader in a later step after the step.
 // Every id in a returned copy list is valid until the next call that allocates.
 #pragma once
 

@@ -148,6 +148,20 @@ void Scheduler::commit(SequenceGroup* g, const std::vector<Planned>& plan, Sched
     budget_ -= p.num_new;
     --seqs_left_;
   }
+  // vLLM V1 caches a step's full blocks as it schedules them, so that a request admitted later in
+  // the same step finds them (requests that arrive together with one system prompt would
+  // otherwise each compute it). Safe because a step writes every row's K/V before any of its
+  // attention reads the cache (each layer's qkv_post, or reshape_and_cache on the CPU, covers the
+  // whole step first), and later steps run after it. After the whole group's slots: in token mode
+  // caching locks radix nodes, which takes evictable slots the group's plan may have counted on.
+  // Not while the range holds a placeholder (async scheduling: the token is not known yet);
+  // advance() caches it then.
+  for (const Planned& p : plan) {
+    const Sequence& s = *p.seq;
+    const auto first = s.tokens.begin() + s.num_computed;
+    if (std::none_of(first, first + p.num_new, [](TokenId t) { return t < 0; }))
+      kv_.mark_computed(s.id, s.tokens, s.num_computed + p.num_new);
+  }
   g->scheduled_step = step_;
 }
 

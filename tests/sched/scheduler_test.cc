@@ -177,6 +177,47 @@ TEST(Scheduler, PrefixHitSkipsCachedBlocks) {
   EXPECT_EQ(e.kv().stats().prefix_hit_tokens, 12);
 }
 
+// Requests that arrive together with one prefix: the first's full blocks are cached as they are
+// scheduled, so the second, admitted in the same step, starts after them (vLLM V1's order)
+// instead of computing the prefix again.
+TEST(Scheduler, RequestsAdmittedInOneStepShareTheirPrefix) {
+  FakeEngine e(cfg(64), make_kv(false, 64, 0));
+  ASSERT_TRUE(e.sched().add_request(req(1, 18, 1)).ok());
+  ASSERT_TRUE(e.sched().add_request(req(2, 20, 1)).ok());  // the same first 18 tokens
+  SchedulerOutput o = e.sched().schedule();
+  ASSERT_EQ(o.seqs.size(), 2u);
+  EXPECT_EQ(o.seqs[0].start_pos, 0);
+  EXPECT_EQ(o.seqs[1].start_pos, 16);  // 4 full blocks of 4, cached by request 1 this step
+  EXPECT_EQ(o.seqs[1].num_tokens(), 4);
+  for (int b = 0; b < 4; ++b) EXPECT_EQ(o.seqs[1].block_table[b], o.seqs[0].block_table[b]);
+  EXPECT_EQ(e.sched().stats().num_prefix_hit_tokens, 16);
+  EXPECT_TRUE(e.kv().check_invariants().ok());
+}
+
+// Async scheduling: a block completed by a placeholder (its token not known when scheduled) is
+// cached only once advance() ends the step after resolve() wrote the token, under the real ids.
+TEST(Scheduler, APlaceholderIsCachedOnlyOnceItsTokenIsKnown) {
+  auto kv = make_kv(false, 64, 0);  // blocks of 4
+  Scheduler s(cfg(64), *kv);
+  ASSERT_TRUE(s.add_request(req(1, 3, 5)).ok());  // prompt 0 1 2
+  SchedulerOutput o = s.schedule();
+  const SeqId a = o.seqs[0].seq_id;
+  s.advance({{{a, -1}}});
+  o = s.schedule();  // a's decode input at position 3, still the placeholder, fills block 0
+  ASSERT_EQ(o.seqs.size(), 1u);
+  ASSERT_EQ(o.seqs[0].token_ids[0], -1);
+  s.resolve({{{a, 70}}, {}});
+  s.advance({{{a, -1}}});  // the step that computed position 3 ends: block 0 holds 0 1 2 70
+  Request b = req(2, 6, 1);
+  b.prompt = {0, 1, 2, 70, 9, 9};
+  ASSERT_TRUE(s.add_request(std::move(b)).ok());
+  o = s.schedule();
+  ASSERT_EQ(o.seqs.size(), 2u);
+  EXPECT_EQ(o.seqs[1].group_id, 2);
+  EXPECT_EQ(o.seqs[1].start_pos, 4);  // block 0 found under its real tokens
+  EXPECT_TRUE(kv->check_invariants().ok());
+}
+
 TEST(Scheduler, StatsCountTokensRunAndPrefixHitsAtAdmission) {
   // 5 blocks of 4: request 1 (16 + 4 tokens) takes all of them, so request 2 (its 16 tokens and
   // 3 more) is looked up, and rolled back, on every step until request 1 ends; the stats count
