@@ -122,6 +122,14 @@ struct Batch {
   DeviceBuffer d_qs, d_ctx, d_bts, d_bt;
 };
 
+// The batch's host arrays to the device.
+inline void upload(Batch& b) {
+  b.d_qs = testing::upload_raw(b.qs);
+  b.d_ctx = testing::upload_raw(b.ctx);
+  b.d_bts = testing::upload_raw(b.bts);
+  b.d_bt = testing::upload_raw(b.bt);
+}
+
 // A paged batch of sequences with context lengths `lens` (q_len query rows each), their blocks
 // spread over the cache in a random order.
 inline Batch make_batch_lens(const std::vector<int>& lens, int q_len, int block_size,
@@ -141,10 +149,7 @@ inline Batch make_batch_lens(const std::vector<int>& lens, int q_len, int block_
     at += per;
     b.bts.push_back(static_cast<int32_t>(b.bt.size()));
   }
-  b.d_qs = testing::upload_raw(b.qs);
-  b.d_ctx = testing::upload_raw(b.ctx);
-  b.d_bts = testing::upload_raw(b.bts);
-  b.d_bt = testing::upload_raw(b.bt);
+  upload(b);
   return b;
 }
 

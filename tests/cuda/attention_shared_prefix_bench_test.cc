@@ -53,10 +53,7 @@ Batch shared_batch(const std::vector<int>& group_of, std::mt19937& rng, size_t* 
     b.bts.push_back(static_cast<int32_t>(b.bt.size()));
   }
   *distinct = total;
-  b.d_qs = testing::upload_raw(b.qs);
-  b.d_ctx = testing::upload_raw(b.ctx);
-  b.d_bts = testing::upload_raw(b.bts);
-  b.d_bt = testing::upload_raw(b.bt);
+  upload(b);
   return b;
 }
 
