@@ -35,27 +35,32 @@ constexpr int64_t kMinSavedTokens = 16384;
 
 }  // namespace
 
-Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
-  if (cascade_mode < 0) {
-    const char* e = std::getenv("FOLIO_CASCADE_ATTENTION");
-    const std::string v = e ? e : "1";
+Status CudaLlamaExecutor::Impl::read_cascade_env() {
+  if (const char* e = std::getenv("FOLIO_CASCADE_ATTENTION")) {
+    const std::string v = e;
     if (v != "0" && v != "1")
       return invalid_argument("FOLIO_CASCADE_ATTENTION=" + v + ": expected 0 or 1");
+    cascade_requested = v == "1";
+  }
+  if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
+    char* end = nullptr;
+    cascade_min_saving = std::strtod(m, &end);
+    if (end == m || *end != '\0' || !(cascade_min_saving >= 0 && cascade_min_saving < 1))
+      return invalid_argument(std::string("FOLIO_CASCADE_MIN_SAVING=") + m +
+                              ": expected a fraction in [0, 1)");
+  }
+  return Status();
+}
+
+Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
+  if (cascade_mode < 0) {  // the first decode step: the geometry is known by now
     cuda::PagedAttentionParams geometry;
     geometry.dtype = dt;
     geometry.kv_dtype = kv.dtype;
     geometry.num_heads = config.num_heads;
     geometry.num_kv_heads = config.num_kv_heads;
     geometry.head_dim = config.head_dim;
-    cascade_mode = v == "1" && shard.world == 1 && cuda::cascade_supported(geometry) ? 1 : 0;
-    cascade_min_saving = 0.3;
-    if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
-      char* end = nullptr;
-      cascade_min_saving = std::strtod(m, &end);
-      if (end == m || *end != '\0' || !(cascade_min_saving >= 0 && cascade_min_saving < 1))
-        return invalid_argument(std::string("FOLIO_CASCADE_MIN_SAVING=") + m +
-                                ": expected a fraction in [0, 1)");
-    }
+    cascade_mode = cascade_requested && shard.world == 1 && cuda::cascade_supported(geometry);
   }
   cascade_on = false;
   if (cascade_mode != 1 || b.num_seqs() < 2) return Status();

@@ -250,8 +250,10 @@ struct CudaLlamaExecutor::Impl {
 
   // Cascade decode attention (cuda_llama_cascade.cc): a decode step whose rows share enough
   // prefix blocks runs eagerly with cascade_attention instead of the per-row kernel.
-  int cascade_mode = -1;          // -1 not read yet; 0 off; 1 on (FOLIO_CASCADE_ATTENTION)
-  double cascade_min_saving = 0;  // the least share of the reads a plan must save
+  bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (read at create)
+  int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
+  double cascade_min_saving = 0.3;  // the least share of the reads a plan must save
+  Status read_cascade_env();
   bool cascade_on = false;        // this step runs cascade_attention
   int cascade_steps = 0;          // steps that did
   cuda::CascadeDevicePlan cascade_plan;

@@ -279,6 +279,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
     m->fused_norm_mlp = v == "all";
   }
   FOLIO_RETURN_IF_ERROR(m->configure_tp_overlap());
+  FOLIO_RETURN_IF_ERROR(m->read_cascade_env());
   m->full_config = m->config = config;
   m->options = options;
   m->tp = options.tp;

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cuda_test_util.h"
 #include "engine/engine_runner.h"
@@ -113,6 +115,26 @@ TEST(CudaCascade, SharedPrefixesMatchTheCpuAsThePerRowKernelDoes) {
     EXPECT_GT(cascade.compared, 60) << what;
     EXPECT_GE(cascade.compared, 0.9 * per_row.compared) << what;
     EXPECT_LE(cascade.logprob_err, 2 * per_row.logprob_err + 0.01) << what;
+  }
+}
+
+TEST(CudaCascade, RejectsAMalformedSettingAtLoad) {
+  FOLIO_REQUIRE_GPU();
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"FOLIO_CASCADE_ATTENTION", "yes"},
+      {"FOLIO_CASCADE_MIN_SAVING", "1.5"},
+      {"FOLIO_CASCADE_MIN_SAVING", "0.3x"}};
+  for (const auto& [var, value] : bad) {
+    setenv(var, value, 1);
+    EngineConfig c;
+    c.num_kv_blocks = 64;
+    LoadOptions o;
+    o.model_dir = model_path("llama_hd128");
+    o.device = "cuda";
+    auto engine = load_engine(o, c);
+    unsetenv(var);
+    ASSERT_FALSE(engine.ok()) << var << "=" << value;
+    EXPECT_NE(engine.status().message().find(var), std::string::npos) << engine.status().message();
   }
 }
 
