@@ -195,7 +195,14 @@ CascadePlan plan_cascade(std::span<const int32_t> context_lens,
                          std::span<const int32_t> block_table, int block_size,
                          const CascadeOptions& options) {
   check_inputs(context_lens, block_table_start, block_table, block_size);
-  return Planner(context_lens, block_table_start, block_table, block_size, options).run();
+  CascadeOptions o = options;
+  CascadePlan plan = Planner(context_lens, block_table_start, block_table, block_size, o).run();
+  while (static_cast<int64_t>(plan.items.size()) < o.min_items &&
+         o.max_tokens_per_item / 2 >= kMinSplitTokens) {
+    o.max_tokens_per_item /= 2;
+    plan = Planner(context_lens, block_table_start, block_table, block_size, o).run();
+  }
+  return plan;
 }
 
 bool rows_may_share(std::span<const int32_t> context_lens,

@@ -46,7 +46,16 @@ struct CascadeOptions {
   int max_tokens_per_item = 1024;  // rounded down to whole blocks (at least one)
   int min_shared_rows = 2;         // a shared range is read together by at least this many rows
   int min_shared_tokens = 256;     // ... and is at least this long
+  // A plan of fewer items than this (a few rows leave the GPU idle: the kernel runs one thread
+  // block per item and kv head) is planned again with max_tokens_per_item halved, while that
+  // stays at least kMinSplitTokens. 0: one plan as the options say.
+  int min_items = 0;
 };
+
+// The shortest max_tokens_per_item that CascadeOptions::min_items halves down to: two of the
+// kernel's 64-token tiles, below which an item's fixed costs (Q load, pipeline fill, one more
+// partial to merge) outweigh the parallelism gained.
+inline constexpr int kMinSplitTokens = 128;
 
 struct CascadePlan {
   std::vector<int32_t> rows;  // batch rows (sequence indices), in item order

@@ -66,16 +66,8 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (cascade_mode != 1 || b.num_seqs() < 2) return Status();
   if (!rows_may_share(b.context_lens, b.block_table_start, b.block_table, kv.block_size))
     return Status();
-  CascadeOptions o;
-  o.max_rows_per_item = cuda::cascade_max_rows_per_item(config.num_heads, config.num_kv_heads);
-  CascadePlan plan =
-      plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, o);
-  // Few rows make few items: shorter token ranges give every SM two thread blocks to run.
-  while (static_cast<int64_t>(plan.items.size()) * config.num_kv_heads < 2 * info.num_sms &&
-         o.max_tokens_per_item > 128) {
-    o.max_tokens_per_item /= 2;
-    plan = plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, o);
-  }
+  const CascadePlan plan = plan_cascade(b.context_lens, b.block_table_start, b.block_table,
+                                        kv.block_size, cascade_options());
   // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
   const bool pays =
       cascade_min_saving == 0 || (plan.saving() >= cascade_min_saving &&
@@ -113,6 +105,13 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   cascade_on = true;
   ++cascade_steps;
   return Status();
+}
+
+CascadeOptions CudaLlamaExecutor::Impl::cascade_options() const {
+  CascadeOptions o;
+  o.max_rows_per_item = cuda::cascade_max_rows_per_item(config.num_heads, config.num_kv_heads);
+  o.min_items = cuda::cascade_min_items(config.num_kv_heads, info.num_sms);
+  return o;
 }
 
 int CudaLlamaExecutor::cascade_steps() const {

@@ -67,8 +67,10 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
   cuda::DecodePlan decode;
   cuda::PrefillPlan prefill;
   if (all_decode) {
-    FOLIO_ASSIGN_OR_RETURN(decode, plan_decode(b.context_lens));
-    FOLIO_RETURN_IF_ERROR(ensure_device(attn_workspace, decode.workspace_bytes));
+    if (!cascade_on) {  // a cascade step's layers run on cascade_plan (plan_cascade_step)
+      FOLIO_ASSIGN_OR_RETURN(decode, plan_decode(b.context_lens));
+      FOLIO_RETURN_IF_ERROR(ensure_device(attn_workspace, decode.workspace_bytes));
+    }
   } else {
     FOLIO_ASSIGN_OR_RETURN(prefill, cuda::plan_prefill_attention(b.query_start, config.num_heads,
                                                                  config.num_kv_heads));

@@ -260,6 +260,8 @@ struct CudaLlamaExecutor::Impl {
   cuda::PinnedHostBuffer cascade_host[2];
   cuda::DeviceBuffer cascade_dev, cascade_ws;
   Status plan_cascade_step(const ForwardBatch& b);
+  // The planner's options for this model and GPU (the kernel's rows per item, enough items).
+  CascadeOptions cascade_options() const;
 
   // Attributes the op launched since the last mark to `stage` (no-op without a timer, and while
   // capturing: events on the legacy stream cannot be recorded then).

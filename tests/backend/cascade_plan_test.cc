@@ -225,6 +225,37 @@ TEST(CascadePlan, ItemsSplitOnBlockBoundariesAndRowTiles) {
   EXPECT_EQ(q.read_tokens, p.read_tokens);
 }
 
+TEST(CascadePlan, MinItemsHalvesTokenRangesDownToTwoTiles) {
+  Batch b(16);
+  const std::vector<int32_t> prefix = b.fresh_blocks(128);  // 2048 shared tokens
+  for (int s = 0; s < 4; ++s) b.add(2048 + 100, prefix);    // + 100 own each
+  auto longest_item = [](const CascadePlan& p) {
+    int32_t n = 0;
+    for (const CascadeItem& it : p.items) n = std::max(n, it.tok_end - it.tok_begin);
+    return n;
+  };
+  CascadeOptions o;  // 1024 tokens per item: 2 shared items + 4 own
+  const CascadePlan base = b.plan(o);
+  check_plan(b, base, o);
+  EXPECT_EQ(base.items.size(), 6u);
+  o.min_items = 6;  // enough already: the same plan
+  EXPECT_EQ(b.plan(o).items, base.items);
+  o.min_items = 7;  // 512 tokens: 4 + 4
+  const CascadePlan p512 = b.plan(o);
+  check_plan(b, p512, o);
+  EXPECT_EQ(p512.items.size(), 8u);
+  EXPECT_EQ(longest_item(p512), 512);
+  o.min_items = 20;  // 128 tokens: 16 + 4, which is enough
+  const CascadePlan p128 = b.plan(o);
+  check_plan(b, p128, o);
+  EXPECT_EQ(p128.items.size(), 20u);
+  EXPECT_EQ(longest_item(p128), kMinSplitTokens);
+  o.min_items = 1000;  // never below two tiles, however many items are asked for
+  const CascadePlan floor = b.plan(o);
+  EXPECT_EQ(floor.items, p128.items);
+  EXPECT_EQ(floor.read_tokens, base.read_tokens);  // splitting reads nothing more
+}
+
 TEST(CascadePlan, MinSharedRowsAndTokensGateSegments) {
   Batch b(4);
   const std::vector<int32_t> a = b.fresh_blocks(4), c = b.fresh_blocks(4);

@@ -14,6 +14,7 @@
 #include "attention_bench_util.h"
 #include "backend/cascade_plan.h"
 #include "backend/cuda/cascade_attention.h"
+#include "cascade_test_util.h"
 
 namespace folio::cuda {
 namespace {
@@ -104,37 +105,52 @@ TEST(AttentionBench, K1SharedPrefix) {
           once / us / 1e6, 100.0 * once / us / 1e6 / copy_q_tbps, once / (copy_q_tbps * 1e6));
       // The cascade form (cascade_attention.h) on the same batch: the plan's host time, then
       // both kernels (partials and merge), queued the same way.
-      CascadeOptions o;
+      CascadeOptions o;  // as the executor's (cuda_llama_cascade.cc)
       o.max_rows_per_item = cascade_max_rows_per_item(kHeads, kKvHeads);
+      o.min_items = cascade_min_items(kKvHeads, info->num_sms);
       const auto h0 = std::chrono::steady_clock::now();
-      CascadePlan cp = plan_cascade(b.ctx, b.bts, b.bt, kPage, o);
-      while (static_cast<int64_t>(cp.items.size()) * kKvHeads < 2 * info->num_sms &&
-             o.max_tokens_per_item > 128) {  // as the executor does (cuda_llama_cascade.cc)
-        o.max_tokens_per_item /= 2;
-        cp = plan_cascade(b.ctx, b.bts, b.bt, kPage, o);
-      }
+      const CascadePlan cp = plan_cascade(b.ctx, b.bts, b.bt, kPage, o);
       const double plan_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
-      DeviceBuffer items = testing::upload_raw(cp.items), prow = testing::upload_raw(cp.rows),
-                   rss = testing::upload_raw(cp.row_slot_start),
-                   rs = testing::upload_raw(cp.row_slots);
-      auto cws = DeviceBuffer::allocate(cascade_workspace_bytes(cp.num_slots, kHeads, kDim));
-      ASSERT_TRUE(cws.ok());
-      CascadeDevicePlan dp;
-      dp.items = static_cast<const CascadeItem*>(items.data());
-      dp.num_items = static_cast<int>(cp.items.size());
-      dp.rows = prow.as<int32_t>();
-      dp.row_slot_start = rss.as<int32_t>();
-      dp.row_slots = rs.as<int32_t>();
-      dp.num_slots = cp.num_slots;
-      const double cus =
-          median_us([&] { st = cascade_attention(p, dp, cws->data(), nullptr); }, evict_l2);
-      ASSERT_TRUE(st.ok()) << st.to_string();
+      testing::CascadeDeviceCopy dev(cp, kHeads, kDim);
       std::printf(
-          "  cascade: %.1f us (%.2fx the default plan), %zu items, %d shared segments, "
-          "saving %.0f%% of the reads, %d slots; plan %.0f us on the host\n",
-          cus, us / cus, cp.items.size(), cp.num_segments, 100.0 * cp.saving(), cp.num_slots,
-          plan_us);
+          "  cascade: %zu items, %d shared segments, saving %.0f%% of the reads, %d slots; "
+          "plan %.0f us on the host\n",
+          cp.items.size(), cp.num_segments, 100.0 * cp.saving(), cp.num_slots, plan_us);
+      for (CascadeTuning t : {CascadeTuning{}, CascadeTuning{CascadeLoad::kCpAsync, 0, true},
+                              CascadeTuning{CascadeLoad::kBulkRows, 0, false},
+                              CascadeTuning{CascadeLoad::kBulkRows, 2, true}}) {
+        const double cus = median_us(
+            [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr, t); },
+            evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        const CascadeTuning d;
+        std::printf(
+            "  cascade, %s, %s keys, L2 prefetch %d tiles ahead%s: %.1f us (%.2fx the "
+            "default plan)\n",
+            t.load == CascadeLoad::kBulkRows ? "bulk rows" : "cp.async",
+            t.split_keys ? "split" : "unsplit", t.l2_ahead,
+            t.l2_ahead == d.l2_ahead && t.load == d.load && t.split_keys == d.split_keys
+                ? " (the default)"
+                : "",
+            cus, us / cus);
+      }
+      // Fewer rows per item: each item's tile work is split over more warps (cascade_attention.cu),
+      // and a shared range is read once per item (L2 may serve the repeats).
+      for (int max_rows : {8, 4}) {
+        CascadeOptions fewer = o;
+        fewer.max_rows_per_item = max_rows;
+        const CascadePlan fp = plan_cascade(b.ctx, b.bts, b.bt, kPage, fewer);
+        testing::CascadeDeviceCopy fdev(fp, kHeads, kDim);
+        const double cus =
+            median_us([&] { st = cascade_attention(p, fdev.view, fdev.workspace.data(), nullptr); },
+                      evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        std::printf(
+            "  cascade, at most %d rows per item: %.1f us (%.2fx the default plan), %zu "
+            "items, saving %.0f%% of the reads\n",
+            max_rows, cus, us / cus, fp.items.size(), 100.0 * fp.saving());
+      }
     };
     std::vector<int> none(static_cast<size_t>(rows), -1);
     time_groups("no sharing", none);

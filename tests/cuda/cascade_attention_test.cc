@@ -10,11 +10,13 @@
 
 #include "attention_test_util.h"
 #include "backend/cascade_plan.h"
+#include "cascade_test_util.h"
 
 namespace folio::cuda {
 namespace {
 
 using testing::AttentionProblem;
+using testing::CascadeDeviceCopy;
 using testing::SeqSpec;
 
 struct Case {
@@ -31,27 +33,6 @@ std::string name(const Case& c) {
 void PrintTo(const Case& c, std::ostream* os) {
   *os << name(c);
 }
-
-// The device copies of a plan's arrays.
-struct DevicePlan {
-  DeviceBuffer items, rows, row_slot_start, row_slots, workspace;
-  CascadeDevicePlan view;
-  DevicePlan(const CascadePlan& plan, int num_heads, int head_dim) {
-    items = testing::upload_raw(plan.items);
-    rows = testing::upload_raw(plan.rows);
-    row_slot_start = testing::upload_raw(plan.row_slot_start);
-    row_slots = testing::upload_raw(plan.row_slots);
-    workspace = std::move(
-        DeviceBuffer::allocate(cascade_workspace_bytes(plan.num_slots, num_heads, head_dim))
-            .value());
-    view.items = static_cast<const CascadeItem*>(items.data());
-    view.num_items = static_cast<int>(plan.items.size());
-    view.rows = rows.as<int32_t>();
-    view.row_slot_start = row_slot_start.as<int32_t>();
-    view.row_slots = row_slots.as<int32_t>();
-    view.num_slots = plan.num_slots;
-  }
-};
 
 class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
  protected:
@@ -102,24 +83,35 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
       const CascadePlan plan = plan_cascade(prob.context_lens, prob.block_table_start,
                                             prob.block_table, c.block_size, o);
       if (small) saving = plan.saving();
-      DevicePlan dp(plan, c.heads, c.head_dim);
-      prob.dout.poison();
-      const Status st = cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr);
-      EXPECT_TRUE(st.ok()) << st.to_string();
-      EXPECT_TRUE(synchronize().ok());
-      const std::vector<float> out = prob.dout.download();
-      const double err = testing::rel_error(out, prob.ref);
-      std::printf("%s %s: cascade error %.2e, per-row kernel %.2e\n", name(c).c_str(),
-                  small ? "small items" : "default plan", err, per_row_err);
-      EXPECT_LT(err, 2 * per_row_err + 1e-4);
-      const size_t row = static_cast<size_t>(c.heads) * c.head_dim;
-      for (size_t r = 0; r < lens.size(); ++r) {
-        const std::vector<float> got(out.begin() + r * row, out.begin() + (r + 1) * row);
-        const std::vector<float> want(prob.ref.begin() + r * row, prob.ref.begin() + (r + 1) * row);
-        EXPECT_LT(testing::rel_error(got, want), testing::attention_tol(c.dt))
-            << "row " << r << " of " << lens.size() << " (context " << lens[r] << ", shares "
-            << shared[r] << " with row " << leader[r] << "), "
-            << (small ? "small items" : "default plan");
+      CascadeDeviceCopy dp(plan, c.heads, c.head_dim);
+      for (CascadeTuning tuning : {CascadeTuning{CascadeLoad::kBulkRows, 0, true},
+                                   CascadeTuning{CascadeLoad::kCpAsync, 0, true},
+                                   CascadeTuning{CascadeLoad::kBulkRows, 2, true},
+                                   CascadeTuning{CascadeLoad::kBulkRows, 0, false}}) {
+        const char* how = tuning.load == CascadeLoad::kCpAsync ? "cp.async"
+                          : tuning.l2_ahead > 0                ? "bulk rows, L2 prefetch"
+                          : !tuning.split_keys                 ? "bulk rows, unsplit keys"
+                                                               : "bulk rows";
+        prob.dout.poison();
+        const Status st =
+            cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);
+        EXPECT_TRUE(st.ok()) << st.to_string();
+        EXPECT_TRUE(synchronize().ok());
+        const std::vector<float> out = prob.dout.download();
+        const double err = testing::rel_error(out, prob.ref);
+        std::printf("%s %s, %s: cascade error %.2e, per-row kernel %.2e\n", name(c).c_str(),
+                    small ? "small items" : "default plan", how, err, per_row_err);
+        EXPECT_LT(err, 2 * per_row_err + 1e-4);
+        const size_t row = static_cast<size_t>(c.heads) * c.head_dim;
+        for (size_t r = 0; r < lens.size(); ++r) {
+          const std::vector<float> got(out.begin() + r * row, out.begin() + (r + 1) * row);
+          const std::vector<float> want(prob.ref.begin() + r * row,
+                                        prob.ref.begin() + (r + 1) * row);
+          EXPECT_LT(testing::rel_error(got, want), testing::attention_tol(c.dt))
+              << "row " << r << " of " << lens.size() << " (context " << lens[r] << ", shares "
+              << shared[r] << " with row " << leader[r] << "), "
+              << (small ? "small items" : "default plan") << ", " << how;
+        }
       }
     }
     return saving;

@@ -8,25 +8,35 @@
 
 #include "backend/cuda/cascade_attention.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/mbarrier_ptx.cuh"
 #include "backend/cuda/mma_ptx.cuh"
 #include "backend/cuda/smem_opt_in.h"
+#include "backend/cuda/tma_ptx.cuh"
 
 namespace folio::cuda {
 namespace {
 
 constexpr int kTileTokens = 64;  // keys per pipeline stage
+constexpr int kStages = 3;       // tiles in flight: two load while one is computed
 constexpr int kQRows = 64;       // query rows per block: 4 warps x 16
 constexpr int kThreads = 128;
 constexpr int kPad = 8;  // elements after each smem row: 8 ldmatrix rows then hit 32 distinct banks
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Shared memory in elements: Q [64][D + pad], then K and V tiles [64][D + pad] x 2 stages each.
+// Shared memory in elements: stage s holds a K tile at (2 s) x kTile and a V tile at (2 s + 1) x
+// kTile, each [64][D + pad]. Q [64][D + pad] waits in stage 2's K tile until the warps have read
+// it into registers (before tile 2 is loaded there). At head_dim 128 that is 104 KB: two blocks
+// per SM, each with two tiles (64 KB) in flight while it computes a third. (On the H200, session
+// 46, with cp.async loads, three stages timed level with two: 715 against 711 us at b1024 x 2304
+// in groups of 16; what moved it was bulk rows, CascadeLoad.)
 template <int D>
 struct Smem {
   static constexpr int kRow = D + kPad;
-  static constexpr int kQ = kQRows * kRow;
   static constexpr int kTile = kTileTokens * kRow;
-  static constexpr size_t kBytes = static_cast<size_t>(kQ + 4 * kTile) * 2;
+  static_assert(kQRows == kTileTokens, "Q borrows one K tile");
+  static constexpr size_t kBytes = static_cast<size_t>(2 * kStages * kTile) * 2;
+  // combine_split_warps reuses it after the last tile: [4 warps][16 rows][D + 2] floats.
+  static_assert(4 * 16 * (D + 2) * sizeof(float) <= kBytes);
 };
 
 struct PartialArgs {
@@ -41,21 +51,166 @@ struct PartialArgs {
   float* part_ml;  // [num_slots][num_heads][2]: running max (log2 domain) and sum
   int num_heads, num_kv_heads, block_size;
   float scale_log2;  // scale x log2(e): scores go straight to exp2
+  bool bulk_rows;    // K/V rows by bulk copies (one per row, on an mbarrier), else by cp.async
+  int l2_ahead;      // > 0: each load also pulls the rows of the tile this many further into L2
+  bool split_keys;   // items of at most 32 query rows split each tile's keys over warps
 };
 
+// One K or V row into L2, a prefetch.global.L2 per 128-byte line (device_pipeline.cuh's
+// l2_prefetch_lines, which this file cannot include beside mma_ptx.cuh).
+template <typename T, int D>
+__device__ __forceinline__ void prefetch_row_l2(const T* row) {
+  const char* c = reinterpret_cast<const char*>(row);
+#pragma unroll
+  for (int o = 0; o < D * static_cast<int>(sizeof(T)); o += 128)
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(c + o) : "memory");
+}
+
+// One warp's share of a K/V tile: its 16 query rows (A fragments qf) against kKeys keys of the
+// tile starting at key0, folded into its running softmax (m_run, l_run in the exp2 domain) and
+// unnormalised accumulator o. t0 is the tile's first token; keys at or past tok_end score -inf.
+template <typename T, int D, int kKeys>
+__device__ __forceinline__ void attend_keys(const T* tk, const T* tv, int key0, int t0, int tok_end,
+                                            float scale_log2, const uint32_t (&qf)[D / 16][4],
+                                            float (&o)[D / 8][4], float (&m_run)[2],
+                                            float (&l_run)[2], int lane) {
+  constexpr int kRow = Smem<D>::kRow;
+  const int t4 = lane & 3, mi = lane >> 3, mr = lane & 7;
+  float s[kKeys / 8][4];
+#pragma unroll
+  for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+    for (int np = 0; np < kKeys / 16; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, tk + (key0 + np * 16 + mr + (mi & 2) * 4) * kRow + kk * 16 + (mi & 1) * 8);
+      mma_16816<T>(s[2 * np], qf[kk], b[0], b[1]);
+      mma_16816<T>(s[2 * np + 1], qf[kk], b[2], b[3]);
+    }
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int t = t0 + key0 + n * 8 + 2 * t4 + (c & 1);
+      const float v = t < tok_end ? s[n][c] * scale_log2 : -INFINITY;
+      s[n][c] = v;
+      mx[c >> 1] = fmaxf(mx[c >> 1], v);
+    }
+  float corr[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    const float m_new = fmaxf(m_run[h], mx[h]);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: weights 0
+    corr[h] = fast_exp2(m_run[h] - m_use);
+    m_run[h] = m_new;
+    mx[h] = m_use;
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      s[n][c] = fast_exp2(s[n][c] - mx[c >> 1]);
+      sum[c >> 1] += s[n][c];
+    }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * corr[h] + sum[h];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    o[n][0] *= corr[0];
+    o[n][1] *= corr[0];
+    o[n][2] *= corr[1];
+    o[n][3] *= corr[1];
+  }
+  // O += P · V: P's accumulators become the A fragments of 16-key steps.
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    const uint32_t pa[4] = {
+        pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+        pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b,
+                        tv + (key0 + kk * 16 + mr + (mi & 1) * 8) * kRow + dp * 16 + (mi & 2) * 4);
+      mma_16816<T>(o[2 * dp], pa, b[0], b[1]);
+      mma_16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
+    }
+  }
+}
+
+// Warps that split one row group's keys (kSplit > 1) combine their partials into the group's
+// first warp (part 0) through shared memory `buf` ([4 warps][16 rows][D + 2] floats: o, max,
+// sum). Every thread of the block calls it (it synchronises). l_run is already summed over the
+// quad. Part 0's max is finite: its keys include the item's first token.
+template <int D>
+__device__ __forceinline__ void combine_split_warps(float* buf, int warp, int split, bool active,
+                                                    float (&o)[D / 8][4], float (&m_run)[2],
+                                                    float (&l_run)[2], int lane) {
+  constexpr int kStride = D + 2;
+  const int g = lane >> 2, t4 = lane & 3, part = warp % split;
+  if (active && part > 0) {
+    float* mine = buf + warp * 16 * kStride;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float* row = mine + (g + h * 8) * kStride;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+        *reinterpret_cast<float2*>(row + n * 8 + 2 * t4) =
+            make_float2(o[n][2 * h], o[n][2 * h + 1]);
+      if (t4 == 0) row[D] = m_run[h], row[D + 1] = l_run[h];
+    }
+  }
+  __syncthreads();
+  if (!active || part != 0) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = g + h * 8;
+    float m_all = m_run[h];
+    for (int p = 1; p < split; ++p) m_all = fmaxf(m_all, buf[((warp + p) * 16 + r) * kStride + D]);
+    const float w0 = fast_exp2(m_run[h] - m_all);
+    float l = l_run[h] * w0;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) o[n][2 * h] *= w0, o[n][2 * h + 1] *= w0;
+    for (int p = 1; p < split; ++p) {
+      const float* row = buf + ((warp + p) * 16 + r) * kStride;
+      const float w = fast_exp2(row[D] - m_all);  // 0 where that warp saw only masked keys
+      l += w * row[D + 1];
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        const float2 v = *reinterpret_cast<const float2*>(row + n * 8 + 2 * t4);
+        o[n][2 * h] += w * v.x;
+        o[n][2 * h + 1] += w * v.y;
+      }
+    }
+    m_run[h] = m_all;
+    l_run[h] = l;
+  }
+}
+
 // One item (blockIdx.x) for one kv head (blockIdx.y): query row m = item row m / G, q head
-// kvh * G + m % G (G q heads per kv head); warp w owns rows [16 w, 16 w + 16).
+// kvh * G + m % G (G q heads per kv head), in row groups of 16 (one warp's mma rows). With one
+// row group, the four warps split each tile's keys four ways (16 each); with two, two ways;
+// else warp w owns row group w and all keys. An item of one decode row (a row's own suffix, G
+// <= 16 query rows) would otherwise leave three warps idle and one warp's tensor-core work
+// setting the pace of the tile instead of its bytes.
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) cascade_partial_kernel(PartialArgs a) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sq = reinterpret_cast<T*>(smem_raw);
-  T* sk = sq + Smem<D>::kQ;                             // K stages 0, 1
-  T* sv = sk + 2 * Smem<D>::kTile;                      // V stages 0, 1
   constexpr int kRow = Smem<D>::kRow, kChunks = D / 8;  // 16-byte chunks per row
+  T* stages = reinterpret_cast<T*>(smem_raw);
+  T* sq = stages + 4 * Smem<D>::kTile;  // stage 2's K tile
 
   const CascadeItem it = a.items[blockIdx.x];
   const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int G = a.num_heads / a.num_kv_heads, m_valid = it.num_rows * G;
+  const int row_groups = (m_valid + 15) / 16;
+  const int split = !a.split_keys ? 1 : row_groups == 1 ? 4 : row_groups == 2 ? 2 : 1;
   const T* q = static_cast<const T*>(a.q);
   const T* kc = static_cast<const T*>(a.k_cache);
   const T* vc = static_cast<const T*>(a.v_cache);
@@ -73,10 +228,37 @@ __global__ void __launch_bounds__(kThreads) cascade_partial_kernel(PartialArgs a
     cp_async_16(sq + m * kRow + part * 8, src, valid);
   }
   const int n_tiles = (it.tok_end - it.tok_begin + kTileTokens - 1) / kTileTokens;
+  __shared__ uint64_t full[kStages];  // bulk rows: stage s's k-th fill is phase k of full[s]
+  if (a.bulk_rows) {
+    if (tid == 0) {
+      for (int st = 0; st < kStages; ++st) mbarrier_init(&full[st], 1);
+      fence_mbarrier_init();
+    }
+    __syncthreads();
+  }
+  // Thread i's row of tile k: K (i < 64) or V row i % 64, its token clamped to the item's last.
+  auto row_src = [&](int k) {
+    const int r = tid % kTileTokens;
+    const int t = min(it.tok_begin + k * kTileTokens + r, it.tok_end - 1);
+    const int64_t slot =
+        static_cast<int64_t>(a.block_table[it.bt_start + t / a.block_size]) * a.block_size +
+        t % a.block_size;
+    return (tid < kTileTokens ? kc : vc) + (slot * a.num_kv_heads + kvh) * D;
+  };
   auto load_tile = [&](int k, int stage) {
-    T* dk = sk + stage * Smem<D>::kTile;
-    T* dv = sv + stage * Smem<D>::kTile;
+    if (a.l2_ahead > 0 && k + a.l2_ahead < n_tiles) prefetch_row_l2<T, D>(row_src(k + a.l2_ahead));
+    T* dk = stages + 2 * stage * Smem<D>::kTile;
+    T* dv = dk + Smem<D>::kTile;
     const int t0 = it.tok_begin + k * kTileTokens;
+    if (a.bulk_rows) {
+      // Thread i copies K (i < 64) or V row i % 64. Rows past the item's end copy its last
+      // token again (finite, and masked), so every fill is the same 128 rows.
+      constexpr uint32_t kRowBytes = D * sizeof(T);
+      if (tid == 0) mbarrier_arrive_expect_tx(&full[stage], 2 * kTileTokens * kRowBytes);
+      const int r = tid % kTileTokens;
+      bulk_load((tid < kTileTokens ? dk : dv) + r * kRow, row_src(k), kRowBytes, &full[stage]);
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kTileTokens * kChunks / kThreads; ++i) {
       const int c = tid + i * kThreads, r = c / kChunks, part = c % kChunks;
@@ -94,9 +276,12 @@ __global__ void __launch_bounds__(kThreads) cascade_partial_kernel(PartialArgs a
     }
   };
   load_tile(0, 0);
-  cp_async_commit();
+  cp_async_commit();  // group 0: Q and tile 0
+  if (n_tiles > 1) load_tile(1, 1);
+  cp_async_commit();  // group 1: tile 1 (maybe none); tile k >= 2 is group k, issued at k - 2
 
-  const int m0 = warp * 16, g = lane >> 2, t4 = lane & 3, mi = lane >> 3, mr = lane & 7;
+  const int part = warp % split, m0 = (warp / split) * 16;
+  const int g = lane >> 2, t4 = lane & 3, mi = lane >> 3, mr = lane & 7;
   const bool active = m0 < m_valid;
   uint32_t qf[D / 16][4];
   float o[D / 8][4];
@@ -105,94 +290,46 @@ __global__ void __launch_bounds__(kThreads) cascade_partial_kernel(PartialArgs a
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
   for (int k = 0; k < n_tiles; ++k) {
-    if (k + 1 < n_tiles) load_tile(k + 1, (k + 1) & 1);
-    cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning tile k
-    cp_async_wait<1>();
-    __syncthreads();
-    if (k == 0 && active) {
+    cp_async_wait<1>();  // groups 0..k: tile k is here (tile k + 1 may still load)
+    if (a.bulk_rows) mbarrier_wait_parity(&full[k % kStages], (k / kStages) & 1);
+    __syncthreads();  // ... for every thread's copies; and tile k - 1's stage is free
+    if (k == 0) {
+      if (active) {
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        ldmatrix_x4(qf[kk], sq + (m0 + mr + (mi & 1) * 8) * kRow + kk * 16 + (mi & 2) * 4);
+        for (int kk = 0; kk < D / 16; ++kk)
+          ldmatrix_x4(qf[kk], sq + (m0 + mr + (mi & 1) * 8) * kRow + kk * 16 + (mi & 2) * 4);
+      }
+      __syncthreads();  // Q is in registers: stage 2 may take tile 2
     }
+    if (k + 2 < n_tiles) load_tile(k + 2, (k + 2) % kStages);
+    cp_async_commit();  // possibly empty: keeps group k + 2 meaning tile k + 2
     if (active) {
-      const T* tk = sk + (k & 1) * Smem<D>::kTile;
-      const T* tv = sv + (k & 1) * Smem<D>::kTile;
-      float s[kTileTokens / 8][4];
-#pragma unroll
-      for (int n = 0; n < kTileTokens / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-        for (int np = 0; np < kTileTokens / 16; ++np) {
-          uint32_t b[4];
-          ldmatrix_x4(b, tk + (np * 16 + mr + (mi & 2) * 4) * kRow + kk * 16 + (mi & 1) * 8);
-          mma_16816<T>(s[2 * np], qf[kk], b[0], b[1]);
-          mma_16816<T>(s[2 * np + 1], qf[kk], b[2], b[3]);
-        }
-      }
-      // Online softmax over this tile; keys past the item's end score -inf.
+      const T* tk = stages + 2 * (k % kStages) * Smem<D>::kTile;
+      const T* tv = tk + Smem<D>::kTile;
       const int t0 = it.tok_begin + k * kTileTokens;
-      float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int n = 0; n < kTileTokens / 8; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int t = t0 + n * 8 + 2 * t4 + (c & 1);
-          const float v = t < it.tok_end ? s[n][c] * a.scale_log2 : -INFINITY;
-          s[n][c] = v;
-          mx[c >> 1] = fmaxf(mx[c >> 1], v);
-        }
-      float corr[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        const float m_new = fmaxf(m_run[h], mx[h]);
-        const float m_use = m_new == -INFINITY ? 0.f : m_new;
-        corr[h] = fast_exp2(m_run[h] - m_use);
-        m_run[h] = m_new;
-        mx[h] = m_use;
-      }
-      float sum[2] = {0.f, 0.f};
-#pragma unroll
-      for (int n = 0; n < kTileTokens / 8; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          s[n][c] = fast_exp2(s[n][c] - mx[c >> 1]);
-          sum[c >> 1] += s[n][c];
-        }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * corr[h] + sum[h];
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][0] *= corr[0];
-        o[n][1] *= corr[0];
-        o[n][2] *= corr[1];
-        o[n][3] *= corr[1];
-      }
-      // O += P · V: P's accumulators become the A fragments of 16-token steps.
-#pragma unroll
-      for (int kk = 0; kk < kTileTokens / 16; ++kk) {
-        const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
-                                pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          uint32_t b[4];
-          ldmatrix_x4_trans(b, tv + (kk * 16 + mr + (mi & 1) * 8) * kRow + dp * 16 + (mi & 2) * 4);
-          mma_16816<T>(o[2 * dp], pa, b[0], b[1]);
-          mma_16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
-        }
-      }
+      if (split == 4)
+        attend_keys<T, D, kTileTokens / 4>(tk, tv, part * (kTileTokens / 4), t0, it.tok_end,
+                                           a.scale_log2, qf, o, m_run, l_run, lane);
+      else if (split == 2)
+        attend_keys<T, D, kTileTokens / 2>(tk, tv, part * (kTileTokens / 2), t0, it.tok_end,
+                                           a.scale_log2, qf, o, m_run, l_run, lane);
+      else
+        attend_keys<T, D, kTileTokens>(tk, tv, 0, t0, it.tok_end, a.scale_log2, qf, o, m_run, l_run,
+                                       lane);
     }
-    __syncthreads();  // the next iteration refills this stage
   }
-  if (!active) return;
+  __syncthreads();  // every warp is done with the stages: the combine may reuse them
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
+  }
+  if (split > 1)
+    combine_split_warps<D>(reinterpret_cast<float*>(smem_raw), warp, split, active, o, m_run, l_run,
+                           lane);
+  if (!active || part != 0) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
     const int m = m0 + g + h * 8;
     if (m >= m_valid) continue;
     const int64_t base =
@@ -229,7 +366,7 @@ __global__ void __launch_bounds__(D)
 
 template <typename T, int D>
 Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void* workspace,
-              cudaStream_t stream) {
+              cudaStream_t stream, CascadeTuning tuning) {
   PartialArgs a;
   a.q = p.q;
   a.k_cache = p.k_cache;
@@ -244,6 +381,9 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   a.num_kv_heads = p.num_kv_heads;
   a.block_size = p.block_size;
   a.scale_log2 = p.scale * kLog2e;
+  a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
+  a.l2_ahead = tuning.l2_ahead;
+  a.split_keys = tuning.split_keys;
   const size_t smem = Smem<D>::kBytes;
   FOLIO_RETURN_IF_ERROR(
       opt_in_dynamic_smem(reinterpret_cast<const void*>(&cascade_partial_kernel<T, D>), smem));
@@ -271,22 +411,27 @@ int cascade_max_rows_per_item(int num_heads, int num_kv_heads) {
   return num_kv_heads > 0 ? kQRows / std::max(1, num_heads / num_kv_heads) : 1;
 }
 
+int cascade_min_items(int num_kv_heads, int num_sms) {
+  const int kv = std::max(1, num_kv_heads);
+  return (2 * num_sms + kv - 1) / kv;
+}
+
 size_t cascade_workspace_bytes(int num_slots, int num_heads, int head_dim) {
   return static_cast<size_t>(num_slots) * num_heads * (head_dim + 2) * sizeof(float);
 }
 
 Status cascade_attention(const PagedAttentionParams& p, const CascadeDevicePlan& plan,
-                         void* workspace, void* stream) {
+                         void* workspace, void* stream, CascadeTuning tuning) {
   if (!cascade_supported(p))
     return unimplemented("cascade attention: needs a 16-bit cache and head_dim 64 or 128");
   if (p.num_seqs <= 0 || plan.num_items <= 0) return Status();
   cudaStream_t st = as_stream(stream);
   const bool bf16 = p.dtype == DType::kBF16;
   if (p.head_dim == 128)
-    return bf16 ? launch<__nv_bfloat16, 128>(p, plan, workspace, st)
-                : launch<__half, 128>(p, plan, workspace, st);
-  return bf16 ? launch<__nv_bfloat16, 64>(p, plan, workspace, st)
-              : launch<__half, 64>(p, plan, workspace, st);
+    return bf16 ? launch<__nv_bfloat16, 128>(p, plan, workspace, st, tuning)
+                : launch<__half, 128>(p, plan, workspace, st, tuning);
+  return bf16 ? launch<__nv_bfloat16, 64>(p, plan, workspace, st, tuning)
+              : launch<__half, 64>(p, plan, workspace, st, tuning);
 }
 
 }  // namespace folio::cuda

@@ -3,9 +3,18 @@
 //
 // Kernel 1 (partials): one thread block per (plan item, kv head). Its query rows are the item's
 // rows x the q heads of that kv head (at most 64: 16 per warp, 4 warps), its keys the item's token
-// range, read once through the item's block table in tiles of 64 tokens (cp.async, two stages);
-// q·K^T and P·V run on tensor cores (mma.m16n8k16), softmax online in the exp2 domain. Each query
-// row writes its partial (running max, sum, unnormalised accumulator, fp32) into its slot.
+// range, read once through the item's block table in tiles of 64 tokens (three stages, one bulk
+// copy per K/V row by default: CascadeLoad); q·K^T and P·V run on tensor cores (mma.m16n8k16),
+// softmax online in the exp2 domain. An item of at most 16 (32) query rows splits each tile's
+// keys over 4 (2) warps, which combine at the end (CascadeTuning::split_keys). Each query row
+// writes its partial (running max, sum, unnormalised accumulator, fp32) into its slot.
+//
+// Measured on the H200 (session 46, AttentionBench.K1SharedPrefix, 1024 rows of 2048 shared +
+// 256 own tokens, groups of 16): bulk rows 655-693 us against cp.async's 732-780 in the same run;
+// unsplit keys 695-738; an L2 prefetch 2 tiles ahead 677-713; at most 8 or 4 rows per item
+// 748-775 / 990-1009 (the prefix read twice or four times). On rows that share nothing the kernel
+// reads at 84% of the per-row kernel's rate (2741 against 2289 us), which is why the engine takes
+// it only where the plan saves enough.
 // Kernel 2 (merge): one thread block per (batch row, q head) combines the row's slots and writes
 // the normalised output row. So a shared prefix's K/V is read once per item of up to 16 rows
 // (at GQA 4), instead of once per row as the per-row decode kernels read it.
@@ -34,6 +43,24 @@ struct CascadeDevicePlan {
   int num_slots = 0;
 };
 
+// How the partial kernel brings K/V rows to shared memory. kBulkRows: one bulk copy per 256-byte
+// row (cp.async.bulk, sm_90), a stage completing on an mbarrier; kCpAsync: 16 bytes per thread
+// per cp.async. Kept both so one GPU run can compare them: the read probe (decode_read_probe.h)
+// read decode's row pattern at 94-103% of the copy rate by bulk rows and 66-74% by cp.async on
+// the H200 (NOTES.md, session 31).
+enum class CascadeLoad { kBulkRows, kCpAsync };
+
+// Knobs the kernel bench compares; the defaults are the engine's.
+struct CascadeTuning {
+  CascadeLoad load = CascadeLoad::kBulkRows;
+  // > 0: loading tile k also prefetches tile k + l2_ahead's rows into L2 (prefetch.global.L2 per
+  // 128-byte line), for more bytes in flight than the shared-memory stages hold.
+  int l2_ahead = 0;
+  // Items of at most 16 (32) query rows split each tile's keys over 4 (2) warps; else one warp
+  // per 16 rows, the others idle.
+  bool split_keys = true;
+};
+
 // Whether the kernels take this call's geometry: a 16-bit cache, head_dim 64 or 128, at most 64
 // q heads per kv head.
 bool cascade_supported(const PagedAttentionParams& p);
@@ -42,6 +69,10 @@ bool cascade_supported(const PagedAttentionParams& p);
 // CascadeOptions::max_rows_per_item.
 int cascade_max_rows_per_item(int num_heads, int num_kv_heads);
 
+// The plan's CascadeOptions::min_items: enough items that the partial kernel's grid (items x kv
+// heads) gives every SM two thread blocks (two fit one SM).
+int cascade_min_items(int num_kv_heads, int num_sms);
+
 // Workspace for the partials: num_slots x num_heads x (head_dim + 2) floats.
 size_t cascade_workspace_bytes(int num_slots, int num_heads, int head_dim);
 
@@ -49,6 +80,6 @@ size_t cascade_workspace_bytes(int num_slots, int num_heads, int head_dim);
 // p.out. Uses p.q, p.k_cache, p.v_cache, p.out, p.query_start, p.block_table, the geometry and
 // p.scale; the items' bt_start index p.block_table.
 Status cascade_attention(const PagedAttentionParams& p, const CascadeDevicePlan& plan,
-                         void* workspace, void* stream);
+                         void* workspace, void* stream, CascadeTuning tuning = {});
 
 }  // namespace folio::cuda
