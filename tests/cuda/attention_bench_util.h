@@ -252,4 +252,16 @@ struct L2Evictor {
   }
 };
 
+// The K1 benches' first line: the device and the queued copy rate of 1 GiB from buf's K to its V
+// behind `evict_l2` (TB/s, read + write), which it returns. The copy overwrites V: it refills the
+// buffers from `rng` after it.
+inline double print_device_and_copy_rate(const DeviceInfo& info, AttentionBuffers& buf,
+                                         const std::function<void()>& evict_l2, std::mt19937& rng) {
+  const double tbps = copy_rate_1gib(buf.vc->data(), buf.kc->data(), evict_l2).tbps;
+  std::printf("device: %s, %d SMs; queued copy %.2f TB/s (read + write)\n", info.name.c_str(),
+              info.num_sms, tbps);
+  buf.fill(rng);
+  return tbps;
+}
+
 }  // namespace folio::cuda::attention_bench

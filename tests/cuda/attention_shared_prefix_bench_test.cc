@@ -74,10 +74,7 @@ TEST(AttentionBench, K1SharedPrefix) {
   const L2Evictor evictor;
   ASSERT_TRUE(evictor.ok());
   const std::function<void()> evict_l2 = evictor.before();
-  const double copy_q_tbps = copy_rate_1gib(buf.vc->data(), buf.kc->data(), evict_l2).tbps;
-  std::printf("device: %s, %d SMs; queued copy %.2f TB/s (read + write)\n", info->name.c_str(),
-              info->num_sms, copy_q_tbps);
-  buf.fill(rng);  // after the copy that overwrote V
+  const double copy_q_tbps = print_device_and_copy_rate(*info, buf, evict_l2, rng);
 
   for (int rows : {32, 256, kMaxRows}) {
     auto time_groups = [&](const char* what, const std::vector<int>& group_of) {
