@@ -15,7 +15,11 @@
 //     outputs that may stop early are admitted as vLLM admits them (their lengths now, with a
 //     partial block each: the next tokens' room) until the cache has shown that they outgrow
 //     it, and a load that fits is never held back (outputs that stop early on an H200, and
-//     AdmissionSimBench: NOTES.md, session 44).
+//     AdmissionSimBench: NOTES.md, session 44). Its price is a load whose uncertain outputs do
+//     run to max_tokens and overfill the pool at the first admission (the ratio still 0): B2
+//     sent with EOS honoured ran 9,049 output tok/s against SGLang's ratio 9,334 and vLLM's
+//     9,033 on an H200 (session 46, bench/results/README.md, which also lists two variants
+//     modelled and not kept).
 // A group of n > 1 not yet forked also has its n - 1 siblings as entries (a copied block each).
 // The check is LightLLM's (its router's admission test for TokenAttention): if every entry grows
 // by one token per step until its expected output ends, the cache holds the most just before an
