@@ -84,12 +84,10 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
                                             prob.block_table, c.block_size, o);
       if (small) saving = plan.saving();
       CascadeDeviceCopy dp(plan, c.heads, c.head_dim);
-      for (CascadeTuning tuning : {CascadeTuning{CascadeLoad::kBulkRows, 0, true},
-                                   CascadeTuning{CascadeLoad::kCpAsync, 0, true},
-                                   CascadeTuning{CascadeLoad::kBulkRows, 2, true},
-                                   CascadeTuning{CascadeLoad::kBulkRows, 0, false}}) {
+      for (CascadeTuning tuning :
+           {CascadeTuning{CascadeLoad::kBulkRows, true}, CascadeTuning{CascadeLoad::kCpAsync, true},
+            CascadeTuning{CascadeLoad::kBulkRows, false}}) {
         const char* how = tuning.load == CascadeLoad::kCpAsync ? "cp.async"
-                          : tuning.l2_ahead > 0                ? "bulk rows, L2 prefetch"
                           : !tuning.split_keys                 ? "bulk rows, unsplit keys"
                                                                : "bulk rows";
         prob.dout.poison();

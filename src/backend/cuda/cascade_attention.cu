@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/cuda/cascade_attention.h"
+#include "backend/cuda/cascade_attention_warp.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/mbarrier_ptx.cuh"
 #include "backend/cuda/mma_ptx.cuh"
@@ -16,28 +17,9 @@
 namespace folio::cuda {
 namespace {
 
-constexpr int kTileTokens = 64;  // keys per pipeline stage
-constexpr int kStages = 3;       // tiles in flight: two load while one is computed
-constexpr int kQRows = 64;       // query rows per block: 4 warps x 16
-constexpr int kThreads = 128;
-constexpr int kPad = 8;  // elements after each smem row: 8 ldmatrix rows then hit 32 distinct banks
-constexpr float kLog2e = 1.4426950408889634f;
+using namespace cascade_kernel;  // NOLINT: the kernel's own constants and warp steps
 
-// Shared memory in elements: stage s holds a K tile at (2 s) x kTile and a V tile at (2 s + 1) x
-// kTile, each [64][D + pad]. Q [64][D + pad] waits in stage 2's K tile until the warps have read
-// it into registers (before tile 2 is loaded there). At head_dim 128 that is 104 KB: two blocks
-// per SM, each with two tiles (64 KB) in flight while it computes a third. (On the H200, session
-// 46, with cp.async loads, three stages timed level with two: 715 against 711 us at b1024 x 2304
-// in groups of 16; what moved it was bulk rows, CascadeLoad.)
-template <int D>
-struct Smem {
-  static constexpr int kRow = D + kPad;
-  static constexpr int kTile = kTileTokens * kRow;
-  static_assert(kQRows == kTileTokens, "Q borrows one K tile");
-  static constexpr size_t kBytes = static_cast<size_t>(2 * kStages * kTile) * 2;
-  // combine_split_warps reuses it after the last tile: [4 warps][16 rows][D + 2] floats.
-  static_assert(4 * 16 * (D + 2) * sizeof(float) <= kBytes);
-};
+constexpr float kLog2e = 1.4426950408889634f;
 
 struct PartialArgs {
   const void* q;
@@ -52,146 +34,8 @@ struct PartialArgs {
   int num_heads, num_kv_heads, block_size;
   float scale_log2;  // scale x log2(e): scores go straight to exp2
   bool bulk_rows;    // K/V rows by bulk copies (one per row, on an mbarrier), else by cp.async
-  int l2_ahead;      // > 0: each load also pulls the rows of the tile this many further into L2
   bool split_keys;   // items of at most 32 query rows split each tile's keys over warps
 };
-
-// One K or V row into L2, a prefetch.global.L2 per 128-byte line (device_pipeline.cuh's
-// l2_prefetch_lines, which this file cannot include beside mma_ptx.cuh).
-template <typename T, int D>
-__device__ __forceinline__ void prefetch_row_l2(const T* row) {
-  const char* c = reinterpret_cast<const char*>(row);
-#pragma unroll
-  for (int o = 0; o < D * static_cast<int>(sizeof(T)); o += 128)
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(c + o) : "memory");
-}
-
-// One warp's share of a K/V tile: its 16 query rows (A fragments qf) against kKeys keys of the
-// tile starting at key0, folded into its running softmax (m_run, l_run in the exp2 domain) and
-// unnormalised accumulator o. t0 is the tile's first token; keys at or past tok_end score -inf.
-template <typename T, int D, int kKeys>
-__device__ __forceinline__ void attend_keys(const T* tk, const T* tv, int key0, int t0, int tok_end,
-                                            float scale_log2, const uint32_t (&qf)[D / 16][4],
-                                            float (&o)[D / 8][4], float (&m_run)[2],
-                                            float (&l_run)[2], int lane) {
-  constexpr int kRow = Smem<D>::kRow;
-  const int t4 = lane & 3, mi = lane >> 3, mr = lane & 7;
-  float s[kKeys / 8][4];
-#pragma unroll
-  for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-    for (int np = 0; np < kKeys / 16; ++np) {
-      uint32_t b[4];
-      ldmatrix_x4(b, tk + (key0 + np * 16 + mr + (mi & 2) * 4) * kRow + kk * 16 + (mi & 1) * 8);
-      mma_16816<T>(s[2 * np], qf[kk], b[0], b[1]);
-      mma_16816<T>(s[2 * np + 1], qf[kk], b[2], b[3]);
-    }
-  }
-  float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int n = 0; n < kKeys / 8; ++n)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int t = t0 + key0 + n * 8 + 2 * t4 + (c & 1);
-      const float v = t < tok_end ? s[n][c] * scale_log2 : -INFINITY;
-      s[n][c] = v;
-      mx[c >> 1] = fmaxf(mx[c >> 1], v);
-    }
-  float corr[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-    const float m_new = fmaxf(m_run[h], mx[h]);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: weights 0
-    corr[h] = fast_exp2(m_run[h] - m_use);
-    m_run[h] = m_new;
-    mx[h] = m_use;
-  }
-  float sum[2] = {0.f, 0.f};
-#pragma unroll
-  for (int n = 0; n < kKeys / 8; ++n)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      s[n][c] = fast_exp2(s[n][c] - mx[c >> 1]);
-      sum[c >> 1] += s[n][c];
-    }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * corr[h] + sum[h];
-#pragma unroll
-  for (int n = 0; n < D / 8; ++n) {
-    o[n][0] *= corr[0];
-    o[n][1] *= corr[0];
-    o[n][2] *= corr[1];
-    o[n][3] *= corr[1];
-  }
-  // O += P · V: P's accumulators become the A fragments of 16-key steps.
-#pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) {
-    const uint32_t pa[4] = {
-        pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-        pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-    for (int dp = 0; dp < D / 16; ++dp) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b,
-                        tv + (key0 + kk * 16 + mr + (mi & 1) * 8) * kRow + dp * 16 + (mi & 2) * 4);
-      mma_16816<T>(o[2 * dp], pa, b[0], b[1]);
-      mma_16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
-    }
-  }
-}
-
-// Warps that split one row group's keys (kSplit > 1) combine their partials into the group's
-// first warp (part 0) through shared memory `buf` ([4 warps][16 rows][D + 2] floats: o, max,
-// sum). Every thread of the block calls it (it synchronises). l_run is already summed over the
-// quad. Part 0's max is finite: its keys include the item's first token.
-template <int D>
-__device__ __forceinline__ void combine_split_warps(float* buf, int warp, int split, bool active,
-                                                    float (&o)[D / 8][4], float (&m_run)[2],
-                                                    float (&l_run)[2], int lane) {
-  constexpr int kStride = D + 2;
-  const int g = lane >> 2, t4 = lane & 3, part = warp % split;
-  if (active && part > 0) {
-    float* mine = buf + warp * 16 * kStride;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float* row = mine + (g + h * 8) * kStride;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<float2*>(row + n * 8 + 2 * t4) =
-            make_float2(o[n][2 * h], o[n][2 * h + 1]);
-      if (t4 == 0) row[D] = m_run[h], row[D + 1] = l_run[h];
-    }
-  }
-  __syncthreads();
-  if (!active || part != 0) return;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = g + h * 8;
-    float m_all = m_run[h];
-    for (int p = 1; p < split; ++p) m_all = fmaxf(m_all, buf[((warp + p) * 16 + r) * kStride + D]);
-    const float w0 = fast_exp2(m_run[h] - m_all);
-    float l = l_run[h] * w0;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) o[n][2 * h] *= w0, o[n][2 * h + 1] *= w0;
-    for (int p = 1; p < split; ++p) {
-      const float* row = buf + ((warp + p) * 16 + r) * kStride;
-      const float w = fast_exp2(row[D] - m_all);  // 0 where that warp saw only masked keys
-      l += w * row[D + 1];
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        const float2 v = *reinterpret_cast<const float2*>(row + n * 8 + 2 * t4);
-        o[n][2 * h] += w * v.x;
-        o[n][2 * h + 1] += w * v.y;
-      }
-    }
-    m_run[h] = m_all;
-    l_run[h] = l;
-  }
-}
 
 // One item (blockIdx.x) for one kv head (blockIdx.y): query row m = item row m / G, q head
 // kvh * G + m % G (G q heads per kv head), in row groups of 16 (one warp's mma rows). With one
@@ -246,7 +90,6 @@ __global__ void __launch_bounds__(kThreads) cascade_partial_kernel(PartialArgs a
     return (tid < kTileTokens ? kc : vc) + (slot * a.num_kv_heads + kvh) * D;
   };
   auto load_tile = [&](int k, int stage) {
-    if (a.l2_ahead > 0 && k + a.l2_ahead < n_tiles) prefetch_row_l2<T, D>(row_src(k + a.l2_ahead));
     T* dk = stages + 2 * stage * Smem<D>::kTile;
     T* dv = dk + Smem<D>::kTile;
     const int t0 = it.tok_begin + k * kTileTokens;
@@ -382,7 +225,6 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   a.block_size = p.block_size;
   a.scale_log2 = p.scale * kLog2e;
   a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
-  a.l2_ahead = tuning.l2_ahead;
   a.split_keys = tuning.split_keys;
   const size_t smem = Smem<D>::kBytes;
   FOLIO_RETURN_IF_ERROR(

@@ -11,13 +11,13 @@
 //
 // Measured on the H200 (session 46, AttentionBench.K1SharedPrefix, 1024 rows of 2048 shared +
 // 256 own tokens, groups of 16): bulk rows 655-693 us against cp.async's 732-780 in the same run;
-// unsplit keys 695-738; an L2 prefetch 2 tiles ahead 677-713; at most 8 or 4 rows per item
-// 748-775 / 990-1009 (the prefix read twice or four times). On rows that share nothing the kernel
-// reads at 84% of the per-row kernel's rate (2741 against 2289 us), which is why the engine takes
-// it only where the plan saves enough.
-// Kernel 2 (merge): one thread block per (batch row, q head) combines the row's slots and writes
-// the normalised output row. So a shared prefix's K/V is read once per item of up to 16 rows
-// (at GQA 4), instead of once per row as the per-row decode kernels read it.
+// unsplit keys 695-738; an L2 prefetch 2 tiles ahead 677-713 (since removed); at most 8 or 4 rows
+// per item 748-775 / 990-1009 (the prefix read twice or four times). On rows that share nothing the
+// kernel reads at 84% of the per-row kernel's rate (2741 against 2289 us), which is why the engine
+// takes it only where the plan saves enough. Kernel 2 (merge): one thread block per (batch row, q
+// head) combines the row's slots and writes the normalised output row. So a shared prefix's K/V is
+// read once per item of up to 16 rows (at GQA 4), instead of once per row as the per-row decode
+// kernels read it.
 //
 // Supports a 16-bit cache (the q/out dtype) and head_dim 64 or 128 (cascade_supported); q is
 // already roped (qkv_post ran), and nothing is written to the cache. Every row's context is
@@ -53,9 +53,6 @@ enum class CascadeLoad { kBulkRows, kCpAsync };
 // Knobs the kernel bench compares; the defaults are the engine's.
 struct CascadeTuning {
   CascadeLoad load = CascadeLoad::kBulkRows;
-  // > 0: loading tile k also prefetches tile k + l2_ahead's rows into L2 (prefetch.global.L2 per
-  // 128-byte line), for more bytes in flight than the shared-memory stages hold.
-  int l2_ahead = 0;
   // Items of at most 16 (32) query rows split each tile's keys over 4 (2) warps; else one warp
   // per 16 rows, the others idle.
   bool split_keys = true;
