@@ -202,6 +202,12 @@ CascadePlan plan_cascade(std::span<const int32_t> context_lens,
     o.max_tokens_per_item /= 2;
     plan = Planner(context_lens, block_table_start, block_table, block_size, o).run();
   }
+  if (o.wide_min_rows > 0) {
+    const auto wide_end = std::stable_partition(
+        plan.items.begin(), plan.items.end(),
+        [&](const CascadeItem& it) { return it.num_rows >= o.wide_min_rows; });
+    plan.num_wide_items = static_cast<int>(wide_end - plan.items.begin());
+  }
   return plan;
 }
 

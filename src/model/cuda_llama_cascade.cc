@@ -11,7 +11,8 @@
 // inside the decode kernel).
 //
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
-// the threshold (default 0.3; 0 takes every step whose rows share a segment, however little).
+// the threshold (default 0.3; 0 takes every step whose rows share a segment, however little);
+// FOLIO_CASCADE_WIDE=0 keeps the wide items (64 query rows) off the wgmma kernel (for A/B runs).
 // One GPU only for now (tensor parallel ranks keep the per-row kernel), a 16-bit cache and
 // head_dim 64/128 (cuda::cascade_supported). The kernel's figures are the measured ones: 2.4-3.0x
 // the per-row kernel at 256-1024 rows, 1.3-1.4x at 32 (a 2048-token prefix shared by 16 or all).
@@ -42,6 +43,12 @@ Status CudaLlamaExecutor::Impl::read_cascade_env() {
       return invalid_argument("FOLIO_CASCADE_ATTENTION=" + v + ": expected 0 or 1");
     cascade_requested = v == "1";
   }
+  if (const char* e = std::getenv("FOLIO_CASCADE_WIDE")) {
+    const std::string v = e;
+    if (v != "0" && v != "1")
+      return invalid_argument("FOLIO_CASCADE_WIDE=" + v + ": expected 0 or 1");
+    cascade_wide = v == "1";
+  }
   if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
     char* end = nullptr;
     cascade_min_saving = std::strtod(m, &end);
@@ -54,13 +61,8 @@ Status CudaLlamaExecutor::Impl::read_cascade_env() {
 
 Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (cascade_mode < 0) {  // the first decode step: the geometry is known by now
-    cuda::PagedAttentionParams geometry;
-    geometry.dtype = dt;
-    geometry.kv_dtype = kv.dtype;
-    geometry.num_heads = config.num_heads;
-    geometry.num_kv_heads = config.num_kv_heads;
-    geometry.head_dim = config.head_dim;
-    cascade_mode = cascade_requested && shard.world == 1 && cuda::cascade_supported(geometry);
+    cascade_mode =
+        cascade_requested && shard.world == 1 && cuda::cascade_supported(cascade_geometry());
   }
   cascade_on = false;
   if (cascade_mode != 1 || b.num_seqs() < 2) return Status();
@@ -98,6 +100,7 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   auto* d = static_cast<std::byte*>(cascade_dev.data());
   cascade_plan.items = reinterpret_cast<const CascadeItem*>(d);
   cascade_plan.num_items = static_cast<int>(plan.items.size());
+  cascade_plan.num_wide_items = plan.num_wide_items;
   cascade_plan.rows = reinterpret_cast<const int32_t*>(d + items_b);
   cascade_plan.row_slot_start = reinterpret_cast<const int32_t*>(d + items_b + rows_b);
   cascade_plan.row_slots = reinterpret_cast<const int32_t*>(d + items_b + rows_b + start_b);
@@ -111,7 +114,19 @@ CascadeOptions CudaLlamaExecutor::Impl::cascade_options() const {
   CascadeOptions o;
   o.max_rows_per_item = cuda::cascade_max_rows_per_item(config.num_heads, config.num_kv_heads);
   o.min_items = cuda::cascade_min_items(config.num_kv_heads, info.num_sms);
+  if (cascade_wide) o.wide_min_rows = cuda::cascade_wide_min_rows(cascade_geometry());
   return o;
+}
+
+cuda::PagedAttentionParams CudaLlamaExecutor::Impl::cascade_geometry() const {
+  cuda::PagedAttentionParams geometry;
+  geometry.dtype = dt;
+  geometry.kv_dtype = kv.dtype;
+  geometry.num_heads = config.num_heads;
+  geometry.num_kv_heads = config.num_kv_heads;
+  geometry.head_dim = config.head_dim;
+  geometry.block_size = kv.block_size;
+  return geometry;
 }
 
 int CudaLlamaExecutor::cascade_steps() const {

@@ -253,6 +253,7 @@ struct CudaLlamaExecutor::Impl {
   bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (read at create)
   int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
   double cascade_min_saving = 0.3;  // the least share of the reads a plan must save
+  bool cascade_wide = true;         // FOLIO_CASCADE_WIDE: wide items on the wgmma kernel
   Status read_cascade_env();
   bool cascade_on = false;        // this step runs cascade_attention
   int cascade_steps = 0;          // steps that did
@@ -262,6 +263,7 @@ struct CudaLlamaExecutor::Impl {
   Status plan_cascade_step(const ForwardBatch& b);
   // The planner's options for this model and GPU (the kernel's rows per item, enough items).
   CascadeOptions cascade_options() const;
+  cuda::PagedAttentionParams cascade_geometry() const;  // the layers' (no pointers)
 
   // Attributes the op launched since the last mark to `stage` (no-op without a timer, and while
   // capturing: events on the legacy stream cannot be recorded then).

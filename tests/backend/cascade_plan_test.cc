@@ -289,6 +289,39 @@ TEST(CascadePlan, RowsMayShareLooksAtShareableFirstBlocks) {
   EXPECT_TRUE(b.may_share());
 }
 
+// 64 groups of 16 rows sharing 2048 tokens, 256 own each (the shared-prefix bench's load): with
+// wide_min_rows the 128 shared items (16 rows) come first, in the order they were planned, and
+// the plan is otherwise the one without it.
+TEST(CascadePlan, WideItemsComeFirst) {
+  Batch b(16);
+  for (int g = 0; g < 64; ++g) {
+    const std::vector<int32_t> prefix = b.fresh_blocks(128);
+    for (int s = 0; s < 16; ++s) b.add(2048 + 256, prefix);
+  }
+  CascadeOptions o;
+  const CascadePlan plain = b.plan(o);
+  o.wide_min_rows = 9;
+  const CascadePlan wide = b.plan(o);
+  check_plan(b, wide, o);
+  EXPECT_EQ(plain.num_wide_items, 0);
+  ASSERT_EQ(wide.num_wide_items, 128);
+  ASSERT_EQ(wide.items.size(), plain.items.size());
+  std::vector<CascadeItem> expect;
+  for (const CascadeItem& it : plain.items)
+    if (it.num_rows >= 9) expect.push_back(it);
+  for (const CascadeItem& it : plain.items)
+    if (it.num_rows < 9) expect.push_back(it);
+  EXPECT_EQ(wide.items, expect);
+  EXPECT_EQ(wide.rows, plain.rows);
+  EXPECT_EQ(wide.row_slots, plain.row_slots);
+  EXPECT_EQ(wide.row_slot_start, plain.row_slot_start);
+  // Every item wide, or none.
+  o.wide_min_rows = 1;
+  EXPECT_EQ(b.plan(o).num_wide_items, static_cast<int>(plain.items.size()));
+  o.wide_min_rows = 17;
+  EXPECT_EQ(b.plan(o).num_wide_items, 0);
+}
+
 TEST(CascadePlan, RandomBatchesAreCoveredExactly) {
   std::mt19937 rng(11);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -301,6 +334,7 @@ TEST(CascadePlan, RandomBatchesAreCoveredExactly) {
     o.max_tokens_per_item = uni(1, 12 * bs);
     o.min_shared_rows = uni(0, 4);
     o.min_shared_tokens = uni(0, 4 * bs);
+    o.wide_min_rows = uni(0, 4);
     const CascadePlan p = b.plan(o);
     SCOPED_TRACE(::testing::Message() << "iteration " << iter);
     check_plan(b, p, o);

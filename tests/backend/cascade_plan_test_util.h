@@ -63,7 +63,20 @@ inline std::vector<std::vector<Range>> check_plan(const Batch& b, const CascadeP
   const int64_t chunk = int64_t{std::max(1, o.max_tokens_per_item / b.bs)} * b.bs;
   int32_t rows_seen = 0, slots_seen = 0;
   int64_t read = 0;
-  for (int32_t k = 0; k < static_cast<int32_t>(p.items.size()); ++k) {
+  // Wide items first (CascadeOptions::wide_min_rows), and only them.
+  const int32_t num_items = static_cast<int32_t>(p.items.size());
+  EXPECT_TRUE(p.num_wide_items >= 0 && p.num_wide_items <= num_items);
+  if (o.wide_min_rows <= 0) EXPECT_EQ(p.num_wide_items, 0);
+  for (int32_t k = 0; o.wide_min_rows > 0 && k < num_items; ++k)
+    EXPECT_EQ(p.items[k].num_rows >= o.wide_min_rows, k < p.num_wide_items) << "item " << k;
+  // The rest in the order the planner made them (rows and slots in sequence): that partition
+  // moves items, never their rows or slots.
+  std::vector<int32_t> made(p.items.size());
+  std::iota(made.begin(), made.end(), 0);
+  std::stable_sort(made.begin(), made.end(), [&](int32_t x, int32_t y) {
+    return p.items[x].row_begin < p.items[y].row_begin;
+  });
+  for (int32_t k : made) {
     const CascadeItem& it = p.items[k];
     EXPECT_EQ(it.row_begin, rows_seen) << "item " << k;
     EXPECT_EQ(it.slot_begin, slots_seen) << "item " << k;

@@ -105,26 +105,48 @@ TEST(AttentionBench, K1SharedPrefix) {
       CascadeOptions o;  // as the executor's (cuda_llama_cascade.cc)
       o.max_rows_per_item = cascade_max_rows_per_item(kHeads, kKvHeads);
       o.min_items = cascade_min_items(kKvHeads, info->num_sms);
+      o.wide_min_rows = cascade_wide_min_rows(p);
       const auto h0 = std::chrono::steady_clock::now();
       const CascadePlan cp = plan_cascade(b.ctx, b.bts, b.bt, kPage, o);
       const double plan_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
       testing::CascadeDeviceCopy dev(cp, kHeads, kDim);
       std::printf(
-          "  cascade: %zu items, %d shared segments, saving %.0f%% of the reads, %d slots; "
-          "plan %.0f us on the host\n",
-          cp.items.size(), cp.num_segments, 100.0 * cp.saving(), cp.num_slots, plan_us);
+          "  cascade: %zu items (%d wide), %d shared segments, saving %.0f%% of the reads, %d "
+          "slots; plan %.0f us on the host\n",
+          cp.items.size(), cp.num_wide_items, cp.num_segments, 100.0 * cp.saving(), cp.num_slots,
+          plan_us);
+      const double dus = median_us(
+          [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr); }, evict_l2);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      std::printf(
+          "  cascade (the default: wide items on wgmma, the rest bulk rows, split keys): "
+          "%.1f us (%.2fx the default plan)\n",
+          dus, us / dus);
+      // Every item on the mma.sync kernel, in its load forms; every item on the wide kernel.
+      CascadeOptions narrow = o, all_wide = o;
+      narrow.wide_min_rows = 0;
+      all_wide.wide_min_rows = 1;
+      testing::CascadeDeviceCopy ndev(plan_cascade(b.ctx, b.bts, b.bt, kPage, narrow), kHeads,
+                                      kDim);
       for (CascadeTuning t : {CascadeTuning{}, CascadeTuning{CascadeLoad::kCpAsync, true},
                               CascadeTuning{CascadeLoad::kBulkRows, false}}) {
         const double cus = median_us(
-            [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr, t); },
+            [&] { st = cascade_attention(p, ndev.view, ndev.workspace.data(), nullptr, t); },
             evict_l2);
         ASSERT_TRUE(st.ok()) << st.to_string();
-        const CascadeTuning d;
-        std::printf("  cascade, %s, %s keys%s: %.1f us (%.2fx the default plan)\n",
+        std::printf("  cascade, no wide items, %s, %s keys: %.1f us (%.2fx the default plan)\n",
                     t.load == CascadeLoad::kBulkRows ? "bulk rows" : "cp.async",
-                    t.split_keys ? "split" : "unsplit",
-                    t.load == d.load && t.split_keys == d.split_keys ? " (the default)" : "", cus,
+                    t.split_keys ? "split" : "unsplit", cus, us / cus);
+      }
+      if (o.wide_min_rows > 0) {
+        testing::CascadeDeviceCopy wdev(plan_cascade(b.ctx, b.bts, b.bt, kPage, all_wide), kHeads,
+                                        kDim);
+        const double cus =
+            median_us([&] { st = cascade_attention(p, wdev.view, wdev.workspace.data(), nullptr); },
+                      evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        std::printf("  cascade, every item wide: %.1f us (%.2fx the default plan)\n", cus,
                     us / cus);
       }
       // Fewer rows per item: each item's tile work is split over more warps (cascade_attention.cu),

@@ -72,46 +72,60 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
       per_row_err = prob.error();
     }
     double saving = 0;
-    for (bool small : {false, true}) {
-      CascadeOptions o;
-      o.max_rows_per_item = cascade_max_rows_per_item(c.heads, c.kv_heads);
-      if (small) {
-        o.max_rows_per_item = std::min(o.max_rows_per_item, 3);
-        o.max_tokens_per_item = 2 * c.block_size;
-        o.min_shared_tokens = c.block_size;
-      }
-      const CascadePlan plan = plan_cascade(prob.context_lens, prob.block_table_start,
-                                            prob.block_table, c.block_size, o);
-      if (small) saving = plan.saving();
-      CascadeDeviceCopy dp(plan, c.heads, c.head_dim);
-      for (CascadeTuning tuning :
-           {CascadeTuning{CascadeLoad::kBulkRows, true}, CascadeTuning{CascadeLoad::kCpAsync, true},
-            CascadeTuning{CascadeLoad::kBulkRows, false}}) {
-        const char* how = tuning.load == CascadeLoad::kCpAsync ? "cp.async"
-                          : !tuning.split_keys                 ? "bulk rows, unsplit keys"
-                                                               : "bulk rows";
-        prob.dout.poison();
-        const Status st =
-            cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);
-        EXPECT_TRUE(st.ok()) << st.to_string();
-        EXPECT_TRUE(synchronize().ok());
-        const std::vector<float> out = prob.dout.download();
-        const double err = testing::rel_error(out, prob.ref);
-        std::printf("%s %s, %s: cascade error %.2e, per-row kernel %.2e\n", name(c).c_str(),
-                    small ? "small items" : "default plan", how, err, per_row_err);
-        EXPECT_LT(err, 2 * per_row_err + 1e-4);
-        const size_t row = static_cast<size_t>(c.heads) * c.head_dim;
-        for (size_t r = 0; r < lens.size(); ++r) {
-          const std::vector<float> got(out.begin() + r * row, out.begin() + (r + 1) * row);
-          const std::vector<float> want(prob.ref.begin() + r * row,
-                                        prob.ref.begin() + (r + 1) * row);
-          EXPECT_LT(testing::rel_error(got, want), testing::attention_tol(c.dt))
-              << "row " << r << " of " << lens.size() << " (context " << lens[r] << ", shares "
-              << shared[r] << " with row " << leader[r] << "), "
-              << (small ? "small items" : "default plan") << ", " << how;
+    // Wide items (cascade_attention_wg.cuh): none; the engine's threshold; every item (one-row
+    // items too), where the wide kernel takes the geometry.
+    const int engine_wide = cascade_wide_min_rows(prob.params());
+    std::vector<int> wide_forms = {0};
+    if (engine_wide > 0) wide_forms.insert(wide_forms.end(), {engine_wide, 1});
+    for (bool small : {false, true})
+      for (int wide_rows : wide_forms) {
+        CascadeOptions o;
+        o.max_rows_per_item = cascade_max_rows_per_item(c.heads, c.kv_heads);
+        if (small) {
+          o.max_rows_per_item = std::min(o.max_rows_per_item, 3);
+          o.max_tokens_per_item = 2 * c.block_size;
+          o.min_shared_tokens = c.block_size;
+        }
+        o.wide_min_rows = wide_rows;
+        const CascadePlan plan = plan_cascade(prob.context_lens, prob.block_table_start,
+                                              prob.block_table, c.block_size, o);
+        if (small) saving = plan.saving();
+        CascadeDeviceCopy dp(plan, c.heads, c.head_dim);
+        std::vector<CascadeTuning> tunings = {CascadeTuning{}};
+        if (wide_rows == 0)  // the mma.sync kernel's load forms on every item
+          tunings = {CascadeTuning{CascadeLoad::kBulkRows, true},
+                     CascadeTuning{CascadeLoad::kCpAsync, true},
+                     CascadeTuning{CascadeLoad::kBulkRows, false}};
+        for (CascadeTuning tuning : tunings) {
+          const std::string how = wide_rows > 0
+                                      ? "wide items of " + std::to_string(wide_rows) + "+ rows (" +
+                                            std::to_string(plan.num_wide_items) + " of " +
+                                            std::to_string(plan.items.size()) + ")"
+                                  : tuning.load == CascadeLoad::kCpAsync ? "cp.async"
+                                  : !tuning.split_keys                   ? "bulk rows, unsplit keys"
+                                                                         : "bulk rows";
+          prob.dout.poison();
+          const Status st =
+              cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);
+          EXPECT_TRUE(st.ok()) << st.to_string();
+          EXPECT_TRUE(synchronize().ok());
+          const std::vector<float> out = prob.dout.download();
+          const double err = testing::rel_error(out, prob.ref);
+          std::printf("%s %s, %s: cascade error %.2e, per-row kernel %.2e\n", name(c).c_str(),
+                      small ? "small items" : "default plan", how.c_str(), err, per_row_err);
+          EXPECT_LT(err, 2 * per_row_err + 1e-4);
+          const size_t row = static_cast<size_t>(c.heads) * c.head_dim;
+          for (size_t r = 0; r < lens.size(); ++r) {
+            const std::vector<float> got(out.begin() + r * row, out.begin() + (r + 1) * row);
+            const std::vector<float> want(prob.ref.begin() + r * row,
+                                          prob.ref.begin() + (r + 1) * row);
+            EXPECT_LT(testing::rel_error(got, want), testing::attention_tol(c.dt))
+                << "row " << r << " of " << lens.size() << " (context " << lens[r] << ", shares "
+                << shared[r] << " with row " << leader[r] << "), "
+                << (small ? "small items" : "default plan") << ", " << how;
+          }
         }
       }
-    }
     return saving;
   }
 };
@@ -207,6 +221,20 @@ TEST(CascadeAttention, RefusesWhatItDoesNotSupport) {
   EXPECT_EQ(cascade_max_rows_per_item(32, 8), 16);
   EXPECT_EQ(cascade_max_rows_per_item(64, 8), 8);
   EXPECT_EQ(cascade_max_rows_per_item(8, 8), 64);
+  // The wide kernel: head_dim 128, pages of 8..64 (powers of two); above 32 query rows.
+  p.kv_dtype = KvCacheDtype::kAuto;
+  p.block_size = 16;
+  EXPECT_TRUE(cascade_wide_supported(p));
+  EXPECT_EQ(cascade_wide_min_rows(p), 9);  // GQA 4: 9 rows are 36 query rows
+  for (int bs : {1, 4, 12, 128}) {
+    p.block_size = bs;
+    EXPECT_FALSE(cascade_wide_supported(p)) << bs;
+    EXPECT_EQ(cascade_wide_min_rows(p), 0) << bs;
+  }
+  p.block_size = 16;
+  p.head_dim = 64;
+  p.num_heads = 8;
+  EXPECT_FALSE(cascade_wide_supported(p));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cascade_attention.h"
 #include "backend/cuda/cascade_attention_warp.cuh"
+#include "backend/cuda/cascade_attention_wg.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/mbarrier_ptx.cuh"
 #include "backend/cuda/mma_ptx.cuh"
@@ -27,7 +28,7 @@ struct PartialArgs {
   const void* v_cache;
   const int32_t* query_start;
   const int32_t* block_table;
-  const CascadeItem* items;
+  const CascadeItem* items;  // this launch's items: blockIdx.x indexes them
   const int32_t* rows;
   float* part_o;   // [num_slots][num_heads][D]: unnormalised accumulators
   float* part_ml;  // [num_slots][num_heads][2]: running max (log2 domain) and sum
@@ -226,13 +227,22 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   a.scale_log2 = p.scale * kLog2e;
   a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
   a.split_keys = tuning.split_keys;
-  const size_t smem = Smem<D>::kBytes;
-  FOLIO_RETURN_IF_ERROR(
-      opt_in_dynamic_smem(reinterpret_cast<const void*>(&cascade_partial_kernel<T, D>), smem));
-  cascade_partial_kernel<T, D>
-      <<<dim3(static_cast<unsigned>(plan.num_items), static_cast<unsigned>(p.num_kv_heads)),
-         kThreads, smem, stream>>>(a);
-  FOLIO_RETURN_IF_ERROR(launch_status("cascade_partial_kernel"));
+  // The wide items first (the plan puts them there), on the wgmma kernel where it runs.
+  const int wide =
+      cascade_wide_supported(p) ? std::clamp(plan.num_wide_items, 0, plan.num_items) : 0;
+  if (wide > 0)
+    FOLIO_RETURN_IF_ERROR(
+        cascade_detail::launch_wide(p, plan.items, wide, plan.rows, a.part_o, a.part_ml, stream));
+  if (wide < plan.num_items) {
+    a.items = plan.items + wide;
+    const size_t smem = Smem<D>::kBytes;
+    FOLIO_RETURN_IF_ERROR(
+        opt_in_dynamic_smem(reinterpret_cast<const void*>(&cascade_partial_kernel<T, D>), smem));
+    cascade_partial_kernel<T, D><<<dim3(static_cast<unsigned>(plan.num_items - wide),
+                                        static_cast<unsigned>(p.num_kv_heads)),
+                                   kThreads, smem, stream>>>(a);
+    FOLIO_RETURN_IF_ERROR(launch_status("cascade_partial_kernel"));
+  }
   cascade_merge_kernel<T, D>
       <<<dim3(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads)), D, 0,
          stream>>>(a.part_o, a.part_ml, plan.row_slot_start, plan.row_slots, p.query_start,

@@ -1,13 +1,17 @@
 // Cascade (shared-prefix) decode attention on the GPU: the kernels for a CascadePlan
 // (backend/cascade_plan.h says what the plan is and why).
 //
-// Kernel 1 (partials): one thread block per (plan item, kv head). Its query rows are the item's
-// rows x the q heads of that kv head (at most 64: 16 per warp, 4 warps), its keys the item's token
-// range, read once through the item's block table in tiles of 64 tokens (three stages, one bulk
-// copy per K/V row by default: CascadeLoad); q·K^T and P·V run on tensor cores (mma.m16n8k16),
-// softmax online in the exp2 domain. An item of at most 16 (32) query rows splits each tile's
-// keys over 4 (2) warps, which combine at the end (CascadeTuning::split_keys). Each query row
-// writes its partial (running max, sum, unnormalised accumulator, fp32) into its slot.
+// Kernel 1 (partials): one thread block per (plan item, kv head). Items of more than 32 query
+// rows (a shared prefix's, 64 at GQA 4), the plan's first num_wide_items, run on the wide kernel
+// (cascade_attention_wg.cuh: one warpgroup, wgmma, TMA page boxes) where it supports the
+// geometry; the others, and all where it does not, on the mma.sync kernel described here. Its query
+// rows are the item's rows x the q heads of that kv head (at most 64: 16 per warp, 4 warps), its
+// keys the item's token range, read once through the item's block table in tiles of 64 tokens
+// (three stages, one bulk copy per K/V row by default: CascadeLoad); q·K^T and P·V run on tensor
+// cores (mma.m16n8k16), softmax online in the exp2 domain. An item of at most 16 (32) query rows
+// splits each tile's keys over 4 (2) warps, which combine at the end (CascadeTuning::split_keys).
+// Each query row writes its partial (running max, sum, unnormalised accumulator, fp32) into its
+// slot.
 //
 // Measured on the H200 (session 46, AttentionBench.K1SharedPrefix, 1024 rows of 2048 shared +
 // 256 own tokens, groups of 16): bulk rows 655-693 us against cp.async's 732-780 in the same run;
@@ -37,6 +41,9 @@ namespace folio::cuda {
 struct CascadeDevicePlan {
   const CascadeItem* items = nullptr;
   int num_items = 0;
+  // CascadePlan::num_wide_items: items [0, num_wide_items) go to the wgmma kernel
+  // (cascade_attention_wg.cuh) where cascade_wide_supported, the rest to the mma.sync kernel.
+  int num_wide_items = 0;
   const int32_t* rows = nullptr;            // CascadePlan::rows
   const int32_t* row_slot_start = nullptr;  // [num_seqs + 1]
   const int32_t* row_slots = nullptr;
@@ -61,6 +68,14 @@ struct CascadeTuning {
 // Whether the kernels take this call's geometry: a 16-bit cache, head_dim 64 or 128, at most 64
 // q heads per kv head.
 bool cascade_supported(const PagedAttentionParams& p);
+
+// Whether the wide-item kernel (wgmma, TMA: cascade_attention_wg.cuh) takes this geometry:
+// cascade_supported, head_dim 128, and a block size that is a power of two in [8, 64].
+bool cascade_wide_supported(const PagedAttentionParams& p);
+
+// The plan's CascadeOptions::wide_min_rows for this geometry (uses the head counts, head_dim,
+// block_size): rows of more than 32 query rows go to the wide kernel; 0 where it does not run.
+int cascade_wide_min_rows(const PagedAttentionParams& p);
 
 // The largest rows per item for this geometry (64 query rows / q heads per kv head): the plan's
 // CascadeOptions::max_rows_per_item.

@@ -7,9 +7,12 @@
 
 #include "backend/cuda/mma_ptx.cuh"
 #include "backend/cuda/paged_kernel_args.cuh"
+#include "backend/cuda/swizzle128.cuh"
 #include "backend/cuda/wgmma_ptx.cuh"
 
 namespace folio::cuda::prefill_detail::v3k {
+
+using folio::cuda::sw128_offset;  // swizzle128.cuh (the v3 family names it v3k::sw128_offset)
 
 constexpr int kWarpgroups = 2;
 constexpr int kThreads = 128 * kWarpgroups;
@@ -28,13 +31,6 @@ struct Cfg {
   // [Q], K[Stages], V[Stages], each 1024-byte aligned; + 1024 to align the dynamic base.
   static constexpr size_t kBytes = size_t{kQBytes} + 2 * Stages * kTileBytes + 1024;
 };
-
-// Byte offset of element (row, col) in a 128-byte-swizzled tile of `rows` rows: D / 64 panels
-// of rows x 128 bytes; row r's 16-byte chunk c at chunk c ^ (r % 8).
-__device__ __forceinline__ uint32_t sw128_offset(int row, int col, int rows) {
-  return static_cast<uint32_t>((col >> 6) * rows * 128 + row * 128 +
-                               ((((col >> 3) & 7) ^ (row & 7)) << 4) + (col & 7) * 2);
-}
 
 // Repacks S's accumulator n-blocks 2kk, 2kk + 1 (16 keys) into the A fragment of P · V
 // (NS = tile keys / 2 floats per thread).

@@ -1,0 +1,92 @@
+// The wide-item partial kernel of cascade attention (device code: cascade_attention_wg.cuh) and
+// its launch.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/cascade_attention.h"
+#include "backend/cuda/cascade_attention_wg.cuh"
+#include "backend/cuda/cascade_attention_wg.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/smem_opt_in.h"
+#include "backend/cuda/tensor_map.h"
+
+namespace folio::cuda {
+namespace {
+
+template <typename T>
+__global__ void __launch_bounds__(cascade_wide::kThreads, 2)
+    cascade_wide_kernel(const cascade_wide::Args a,
+                        const __grid_constant__ cascade_wide::Maps maps) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __trap();  // wgmma and TMA need sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
+#else
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  cascade_wide::partial_body<T>(a, maps, smem_raw);
+#endif
+}
+
+int log2_exact(int v) {
+  int s = 0;
+  while ((1 << s) < v) ++s;
+  return s;
+}
+
+}  // namespace
+
+bool cascade_wide_supported(const PagedAttentionParams& p) {
+  const int bs = p.block_size;
+  return cascade_supported(p) && p.head_dim == cascade_wide::D && bs >= 8 &&
+         bs <= cascade_wide::kTileTokens && (bs & (bs - 1)) == 0;
+}
+
+int cascade_wide_min_rows(const PagedAttentionParams& p) {
+  if (!cascade_wide_supported(p)) return 0;
+  // Items of more than 32 query rows: at most 32 the mma.sync kernel splits the keys over its
+  // warps instead, so each reads its share of a tile once.
+  return 32 / (p.num_heads / p.num_kv_heads) + 1;
+}
+
+namespace cascade_detail {
+
+Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_items,
+                   const int32_t* rows, float* part_o, float* part_ml, cudaStream_t stream) {
+  cascade_wide::Args a;
+  a.q = p.q;
+  a.query_start = p.query_start;
+  a.block_table = p.block_table;
+  a.items = items;
+  a.rows = rows;
+  a.part_o = part_o;
+  a.part_ml = part_ml;
+  a.num_heads = p.num_heads;
+  a.num_kv_heads = p.num_kv_heads;
+  a.block_size = p.block_size;
+  a.block_shift = log2_exact(p.block_size);
+  a.scale_log2 = p.scale * 1.4426950408889634f;
+  cascade_wide::Maps maps;
+  const int D = cascade_wide::D;
+  FOLIO_RETURN_IF_ERROR(
+      cached_paged_cache_map(&maps.k_page, p.dtype, p.k_cache, p.num_kv_heads, D, p.block_size));
+  FOLIO_RETURN_IF_ERROR(
+      cached_paged_cache_map(&maps.v_page, p.dtype, p.v_cache, p.num_kv_heads, D, p.block_size));
+  FOLIO_RETURN_IF_ERROR(
+      cached_paged_cache_map(&maps.k_row, p.dtype, p.k_cache, p.num_kv_heads, D, 1));
+  FOLIO_RETURN_IF_ERROR(
+      cached_paged_cache_map(&maps.v_row, p.dtype, p.v_cache, p.num_kv_heads, D, 1));
+  const dim3 grid(static_cast<unsigned>(num_items), static_cast<unsigned>(p.num_kv_heads));
+  if (p.dtype == DType::kBF16) {
+    auto* k = &cascade_wide_kernel<__nv_bfloat16>;
+    FOLIO_RETURN_IF_ERROR(
+        opt_in_dynamic_smem(reinterpret_cast<const void*>(k), cascade_wide::kSmemBytes));
+    k<<<grid, cascade_wide::kThreads, cascade_wide::kSmemBytes, stream>>>(a, maps);
+  } else {
+    auto* k = &cascade_wide_kernel<__half>;
+    FOLIO_RETURN_IF_ERROR(
+        opt_in_dynamic_smem(reinterpret_cast<const void*>(k), cascade_wide::kSmemBytes));
+    k<<<grid, cascade_wide::kThreads, cascade_wide::kSmemBytes, stream>>>(a, maps);
+  }
+  return launch_status("cascade_wide_kernel");
+}
+
+}  // namespace cascade_detail
+}  // namespace folio::cuda

@@ -1,0 +1,251 @@
+// Cascade decode attention, the partial kernel for wide items (cascade_attention_wg.cu launches
+// it; cascade_attention.h has the contract): one warpgroup per (item, kv head) computes S = Q K^T
+// and O += P V by wgmma, with K/V tiles filled by TMA through the item's block table. Device code
+// only, included by cascade_attention_wg.cu and by the host emulator's check
+// (tests/cuda/emu/cascade_wg_emu.cc, scripts/emu-cascade-wg.sh).
+//
+// Why a second kernel: the mma.sync kernel (cascade_attention.cu) gives each warp 16 query rows,
+// so every warp reads the whole K and V tile out of shared memory by ldmatrix: four reads of each
+// tile for a 64-row item, 128 KB of shared-memory traffic per 32 KB tile, and its dependent
+// mma chains left 0.37 eligible warps per scheduler (ncu, session 46). A shared prefix's items
+// have 64 query rows (16 rows x 4 q heads), exactly one wgmma M: the tensor cores read each tile
+// once, asynchronously, and the registers hold one warpgroup's S (32) and O (64) per thread.
+//
+// Geometry: head_dim 128, block_size a power of two in [8, 64] (a tile's pages are whole boxes on
+// 1024-byte boundaries; every item starts on a block boundary, cascade_plan.h). Query rows as in
+// the mma.sync kernel: row m = item row m / G, q head kvh G + m % G; rows past the item's are
+// zero and never stored.
+//
+// Shared memory (96 KB: two blocks per SM): kStages stages of [K tile | V tile], each tile two
+// 128-byte-swizzled panels of 64 keys x 64 dims (8 KB). Q is loaded by cp.async into stage 2's K
+// tile, read into registers (the A operand of S), and only then is tile 2 filled there. Stage s
+// completes on full[s] (one arrive.expect_tx of 32 KB by lane 0 of warp 0, whose lanes issue the
+// page boxes). A stage is refilled after every warp passed the block barrier that follows its
+// P V wait, so no wgmma still reads it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cascade_plan.h"
+#include "backend/cuda/mbarrier_ptx.cuh"
+#include "backend/cuda/mma_ptx.cuh"
+#include "backend/cuda/swizzle128.cuh"
+#include "backend/cuda/tma_ptx.cuh"
+#include "backend/cuda/wgmma_ptx.cuh"
+
+namespace folio::cuda::cascade_wide {
+
+constexpr int D = 128;
+constexpr int kTileTokens = 64;
+constexpr int kStages = 3;
+constexpr int kThreads = 128;                        // one warpgroup
+constexpr uint32_t kPanelBytes = kTileTokens * 128;  // 64 rows x 64 16-bit elements
+constexpr uint32_t kTileBytes = 2 * kPanelBytes;     // 64 rows x head_dim 128
+constexpr uint32_t kStageBytes = 2 * kTileBytes;     // K and V
+// Stages, their barriers, and slack to align the dynamic base to 1024 bytes.
+constexpr size_t kSmemBytes = size_t{kStages} * kStageBytes + 64 + 1024;
+
+struct Args {
+  const void* q;  // [tokens, num_heads, D], roped
+  const int32_t* query_start;
+  const int32_t* block_table;
+  const CascadeItem* items;  // this launch's items: blockIdx.x indexes them
+  const int32_t* rows;
+  float* part_o;   // [num_slots][num_heads][D]
+  float* part_ml;  // [num_slots][num_heads][2]
+  int num_heads, num_kv_heads, block_size, block_shift;
+  float scale_log2;
+};
+
+// Page boxes (block_size slots) and one-slot boxes of K and V (tensor_map.h).
+struct Maps {
+  CUtensorMap k_page, v_page, k_row, v_row;
+};
+
+// Warp 0: tile k of the item (keys tok_begin + 64 k ..) into stage st, completing on full.
+// Copy j is (K or V, page, column half); pages past tok_end are zero boxes (negative slot), the
+// page tok_end cuts goes row by row with zeros past the end (its other slots may hold anything).
+__device__ __forceinline__ void fill(const Args& a, const Maps& maps, const CascadeItem& it,
+                                     int kvh, unsigned char* stage, uint64_t* full, int k,
+                                     int lane) {
+  const int bs = a.block_size, shift = a.block_shift, pages = kTileTokens >> shift;
+  if (lane == 0) mbarrier_arrive_expect_tx(full, kStageBytes);
+  __syncwarp();  // the bytes are expected before any copy can complete them
+  for (int j = lane; j < 4 * pages; j += 32) {
+    const int kv = j / (2 * pages), p = (j % (2 * pages)) >> 1, half = j & 1, c0 = half * 64;
+    const CUtensorMap* page_map = kv ? &maps.v_page : &maps.k_page;
+    unsigned char* dst = stage + kv * kTileBytes + half * kPanelBytes + p * bs * 128;
+    const int key0 = it.tok_begin + k * kTileTokens + p * bs;
+    if (key0 >= it.tok_end) {
+      tma_load_3d(dst, page_map, c0, kvh, -bs, full);
+      continue;
+    }
+    const int slot0 = a.block_table[it.bt_start + (key0 >> shift)] * bs;
+    if (key0 + bs <= it.tok_end) {
+      tma_load_3d(dst, page_map, c0, kvh, slot0, full);
+    } else {
+      const CUtensorMap* row_map = kv ? &maps.v_row : &maps.k_row;
+      for (int r = 0; r < bs; ++r)
+        tma_load_3d(dst + r * 128, row_map, c0, kvh, key0 + r < it.tok_end ? slot0 + r : -1, full);
+    }
+  }
+}
+
+// Masks S of tile k (s[4n + e]: row g + 8 (e / 2), key 8n + 2 t4 + e % 2), turns it into P in
+// place (exp2 domain, scaled), and updates the running max and this thread's partial sums;
+// returns O's rescale factors per row half.
+__device__ __forceinline__ void online_softmax(float (&s)[32], int t0, int tok_end,
+                                               float scale_log2, float (&m_run)[2],
+                                               float (&l_run)[2], float (&corr)[2], int t4) {
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float v =
+          t0 + n * 8 + 2 * t4 + (e & 1) < tok_end ? s[4 * n + e] * scale_log2 : -INFINITY;
+      s[4 * n + e] = v;
+      mx[e >> 1] = fmaxf(mx[e >> 1], v);
+    }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    const float m_new = fmaxf(m_run[h], mx[h]);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: weights 0
+    corr[h] = fast_exp2(m_run[h] - m_use);
+    m_run[h] = m_new;
+    mx[h] = m_use;
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    s[i] = fast_exp2(s[i] - mx[(i >> 1) & 1]);
+    sum[(i >> 1) & 1] += s[i];
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * corr[h] + sum[h];
+}
+
+// One block: item blockIdx.x of a.items for kv head blockIdx.y. smem_raw: kSmemBytes of dynamic
+// shared memory.
+template <typename T>
+__device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
+                                             unsigned char* smem_raw) {
+  unsigned char* smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
+  auto stage = [&](int s) { return smem + s * kStageBytes; };
+  const CascadeItem it = a.items[blockIdx.x];
+  const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int G = a.num_heads / a.num_kv_heads, m_valid = it.num_rows * G;
+  const int n_tiles = (it.tok_end - it.tok_begin + kTileTokens - 1) / kTileTokens;
+
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) mbarrier_init(&full[s], 1);
+    fence_mbarrier_init();
+  }
+  // Q rows into stage 2's K tile (zeros past m_valid): 16 chunks of 16 bytes per row.
+  const T* q = static_cast<const T*>(a.q);
+  unsigned char* q_tile = stage(2);
+  for (int c = tid; c < 64 * (D / 8); c += kThreads) {
+    const int m = c / (D / 8), col = (c % (D / 8)) * 8;
+    const bool valid = m < m_valid;
+    const T* src = q;
+    if (valid) {
+      const int64_t qrow = a.query_start[a.rows[it.row_begin + m / G]];
+      src = q + (qrow * a.num_heads + kvh * G + m % G) * D + col;
+    }
+    cp_async_16(q_tile + sw128_offset(m, col, 64), src, valid);
+  }
+  cp_async_commit();
+  __syncthreads();  // the barriers exist
+  if (warp == 0) {
+    if (lane == 0) {
+      tma_prefetch_map(&maps.k_page);
+      tma_prefetch_map(&maps.v_page);
+    }
+    for (int k = 0; k < n_tiles && k < kStages - 1; ++k)
+      fill(a, maps, it, kvh, stage(k), &full[k], k, lane);
+  }
+  cp_async_wait<0>();
+  __syncthreads();         // every Q row is in shared memory
+  uint32_t qf[D / 16][4];  // A fragments: (row g | g + 8) x (cols 2 t4 | 2 t4 + 8) of 16-col step
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      qf[kk][e] = *reinterpret_cast<const uint32_t*>(
+          q_tile + sw128_offset(16 * warp + g + 8 * (e % 2), kk * 16 + 2 * t4 + (e / 2) * 8, 64));
+  fence_proxy_async_smem();  // these reads before the TMA's writes of tile 2 there
+  __syncthreads();
+  if (warp == 0 && n_tiles > kStages - 1)
+    fill(a, maps, it, kvh, stage(kStages - 1), &full[kStages - 1], kStages - 1, lane);
+
+  float o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  for (int k = 0; k < n_tiles; ++k) {
+    const int st = k % kStages;
+    mbarrier_wait_parity(&full[st], (k / kStages) & 1);
+    const uint32_t k_addr = smem_addr(stage(st)), v_addr = k_addr + kTileBytes;
+    float s[32];
+    wgmma_fence();
+    const uint64_t db0 = wgmma_desc_sw128(k_addr, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma_m64n64k16_rs<T>(s, qf[kk],
+                            wgmma_desc_advance(db0, (kk / 4) * kPanelBytes + (kk % 4) * 32),
+                            kk > 0 ? 1 : 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(s);
+    float corr[2];
+    online_softmax(s, it.tok_begin + k * kTileTokens, it.tok_end, a.scale_log2, m_run, l_run, corr,
+                   t4);
+    uint32_t pa[kTileTokens / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kTileTokens / 16; ++kk) {
+      const float* x = s + 8 * kk;
+      pa[kk][0] = pack2<T>(x[0], x[1]);
+      pa[kk][1] = pack2<T>(x[2], x[3]);
+      pa[kk][2] = pack2<T>(x[4], x[5]);
+      pa[kk][3] = pack2<T>(x[6], x[7]);
+    }
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
+    wgmma_fence_operand(o);
+    wgmma_fence();
+    const uint64_t dv0 = wgmma_desc_sw128(v_addr, kPanelBytes, 1024);
+#pragma unroll
+    for (int kk = 0; kk < kTileTokens / 16; ++kk)
+      wgmma_m64n128k16_rs_tb<T>(o, pa[kk], wgmma_desc_advance(dv0, kk * 16 * 128), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(o);
+    __syncthreads();  // no wgmma reads stage st any more
+    if (warp == 0 && k + kStages < n_tiles)
+      fill(a, maps, it, kvh, stage(st), &full[st], k + kStages, lane);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = 16 * warp + g + 8 * h;
+    if (m >= m_valid) continue;
+    const int64_t base =
+        static_cast<int64_t>(it.slot_begin + m / G) * a.num_heads + kvh * G + m % G;
+    float* dst = a.part_o + base * D + 2 * t4;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      *reinterpret_cast<float2*>(dst + n * 8) = make_float2(o[4 * n + 2 * h], o[4 * n + 2 * h + 1]);
+    if (t4 == 0) *reinterpret_cast<float2*>(a.part_ml + base * 2) = make_float2(m_run[h], l_run[h]);
+  }
+}
+
+}  // namespace folio::cuda::cascade_wide

@@ -1,0 +1,20 @@
+// Internal to the cascade kernels (cascade_attention.cu): the launch of the wide-item partial
+// kernel (cascade_attention_wg.cuh says what it does and why).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cascade_plan.h"
+#include "backend/cuda/attention_params.h"
+#include "base/status.h"
+
+namespace folio::cuda::cascade_detail {
+
+// Partials of items[0, num_items) for every kv head into part_o / part_ml (the workspace's
+// layout, cascade_attention.cu). The caller checked cascade_wide_supported(p).
+Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_items,
+                   const int32_t* rows, float* part_o, float* part_ml, cudaStream_t stream);
+
+}  // namespace folio::cuda::cascade_detail

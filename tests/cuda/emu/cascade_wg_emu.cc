@@ -1,0 +1,219 @@
+// Runs the cascade wide-item kernel's device code (src/backend/cuda/cascade_attention_wg.cuh) on
+// the SIMT emulator (simt_emu.h; wgmma, TMA and mbarriers from shim/) over the items of real
+// plans (backend/cascade_plan.h), merges the partials on the host as cascade_merge_kernel does,
+// and compares every (row, head) with a double-precision reference: bf16 and fp16, GQA 4 and 8
+// (16 and 8 rows per item), pages of 8, 16, 32 and 64, groups sharing prefixes of several tiles,
+// nested prefixes, loners, own suffixes of 1 token to a few tiles (one-row items: 4 or 8 query
+// rows of the 64), items shorter than one tile, a prefix of 10 tiles (the 3-stage ring wraps), cut
+// pages at tok_end, and the pool's slots past each row's end holding NaN. Each case runs twice: TMA
+// copies landing as late as the protocol allows (lazy), then at issue (eager), both under the
+// happens-before race check. What it cannot check: PTX syntax, the memory model beyond that,
+// timing. Built and run by scripts/emu-cascade-wg.sh; exits non-zero on any miss.
+// clang-format off
+#include "simt_emu.h"  // first: the kernel's headers use its shims
+#include "backend/cuda/cascade_attention_wg.cuh"
+#include "backend/cuda/tensor_map.h"
+// clang-format on
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace folio::cuda::cascade_wide;
+using folio::CascadeItem;
+using folio::CascadeOptions;
+using folio::CascadePlan;
+using folio::cuda::DType;
+
+template <typename T>
+void kernel(Args a, Maps maps) {
+  partial_body<T>(a, maps, emu::smem());
+}
+
+struct Group {
+  int rows, prefix_blocks;  // rows sharing their first prefix_blocks blocks (1 row: a loner)
+};
+
+struct Case {
+  DType dt;
+  int heads, kv_heads, block_size;
+  std::vector<Group> groups;
+  int max_tokens_per_item;  // the plan's; small values give items shorter than a tile
+};
+
+// Returns the worst relative error of one (row, head) output, INFINITY on a launch failure or a
+// non-finite output.
+template <typename T>
+double run(const Case& c, std::mt19937& rng) {
+  const int H = c.heads, KV = c.kv_heads, G = H / KV, bs = c.block_size;
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  std::uniform_int_distribution<int> own_len(1, 3 * 64 + 5);
+  // Block tables: each group's prefix blocks, then each row's own blocks (at least its last
+  // token is its own, as in the engine).
+  std::vector<int32_t> ctx, bts{0}, table;
+  int32_t next_block = 0;
+  for (const Group& g : c.groups) {
+    std::vector<int32_t> prefix(g.prefix_blocks);
+    for (auto& b : prefix) b = next_block++;
+    for (int r = 0; r < g.rows; ++r) {
+      const int len = g.prefix_blocks * bs + own_len(rng);
+      for (int b = 0; b < (len + bs - 1) / bs; ++b)
+        table.push_back(b < g.prefix_blocks ? prefix[b] : next_block++);
+      ctx.push_back(len);
+      bts.push_back(static_cast<int32_t>(table.size()));
+    }
+  }
+  // Nested sharing: the second half of the first group's rows also share the next 2 blocks of
+  // its first row (where both hold 2 full blocks past the prefix: never a row's last block).
+  const int lead = c.groups[0].rows / 2, past = (c.groups[0].prefix_blocks + 3) * bs;
+  if (c.groups[0].rows >= 4 && ctx[lead] > past)
+    for (int r = lead + 1; r < c.groups[0].rows; ++r)
+      if (ctx[r] > past)
+        for (int b = 0; b < 2; ++b)
+          table[bts[r] + c.groups[0].prefix_blocks + b] =
+              table[bts[lead] + c.groups[0].prefix_blocks + b];
+  const int n = static_cast<int>(ctx.size());
+  const size_t slots = static_cast<size_t>(next_block) * bs;
+  std::vector<T> kc(slots * KV * D), vc(slots * KV * D);
+  for (auto& x : kc) x = T(u(rng));
+  for (auto& x : vc) x = T(u(rng));
+  for (int s = 0; s < n; ++s)  // NaN past each row's end in its last block
+    for (int j = ctx[s]; j < (bts[s + 1] - bts[s]) * bs; ++j) {
+      const size_t slot = static_cast<size_t>(table[bts[s] + j / bs]) * bs + j % bs;
+      std::fill_n(kc.begin() + slot * KV * D, KV * D, T(NAN));
+      std::fill_n(vc.begin() + slot * KV * D, KV * D, T(NAN));
+    }
+  std::vector<T> q(static_cast<size_t>(n) * H * D);
+  for (auto& x : q) x = T(u(rng));
+  std::vector<int32_t> query_start(n);
+  for (int s = 0; s < n; ++s) query_start[s] = n - 1 - s;  // rows read q out of order
+
+  CascadeOptions o;
+  o.max_rows_per_item = 64 / G;
+  o.max_tokens_per_item = c.max_tokens_per_item;
+  o.min_shared_tokens = bs;
+  o.wide_min_rows = 1;  // every item on the wide kernel
+  const CascadePlan plan = folio::plan_cascade(ctx, bts, table, bs, o);
+  std::vector<float> part_o(static_cast<size_t>(plan.num_slots) * H * D, NAN);
+  std::vector<float> part_ml(static_cast<size_t>(plan.num_slots) * H * 2, NAN);
+  Args a{};
+  a.q = q.data();
+  a.query_start = query_start.data();
+  a.block_table = table.data();
+  a.items = plan.items.data();
+  a.rows = plan.rows.data();
+  a.part_o = part_o.data();
+  a.part_ml = part_ml.data();
+  a.num_heads = H;
+  a.num_kv_heads = KV;
+  a.block_size = bs;
+  a.block_shift = __builtin_ctz(static_cast<unsigned>(bs));
+  const float scale = 1.f / std::sqrt(static_cast<float>(D));
+  a.scale_log2 = scale * 1.4426950408889634f;
+  Maps maps;
+  using folio::cuda::encode_paged_cache_map;
+  if (!encode_paged_cache_map(&maps.k_page, c.dt, kc.data(), KV, D, bs).ok() ||
+      !encode_paged_cache_map(&maps.v_page, c.dt, vc.data(), KV, D, bs).ok() ||
+      !encode_paged_cache_map(&maps.k_row, c.dt, kc.data(), KV, D, 1).ok() ||
+      !encode_paged_cache_map(&maps.v_row, c.dt, vc.data(), KV, D, 1).ok())
+    return INFINITY;
+  emu::launch(kernel<T>, dim3(static_cast<unsigned>(plan.items.size()), KV), kThreads, kSmemBytes,
+              a, maps);
+
+  double worst = 0;
+  for (int s = 0; s < n; ++s)
+    for (int h = 0; h < H; ++h) {
+      // The merge (cascade_merge_kernel), in double.
+      double m = -INFINITY;
+      for (int i = plan.row_slot_start[s]; i < plan.row_slot_start[s + 1]; ++i)
+        m = std::max<double>(m, part_ml[(static_cast<size_t>(plan.row_slots[i]) * H + h) * 2]);
+      std::vector<double> got(D, 0.0);
+      double den = 0;
+      for (int i = plan.row_slot_start[s]; i < plan.row_slot_start[s + 1]; ++i) {
+        const size_t base = static_cast<size_t>(plan.row_slots[i]) * H + h;
+        const double w = std::exp2(part_ml[base * 2] - m);
+        den += w * part_ml[base * 2 + 1];
+        for (int d = 0; d < D; ++d) got[d] += w * part_o[base * D + d];
+      }
+      // The reference over the row's whole context.
+      const T* qv = q.data() + (static_cast<size_t>(query_start[s]) * H + h) * D;
+      auto kv_at = [&](int j) {
+        return (static_cast<size_t>(table[bts[s] + j / bs]) * bs + j % bs) * KV * D + (h / G) * D;
+      };
+      std::vector<double> w(ctx[s]);
+      double mx = -INFINITY, sum = 0;
+      for (int j = 0; j < ctx[s]; ++j) {
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += float(qv[d]) * float(kc[kv_at(j) + d]);
+        w[j] = dot * scale;
+        mx = std::max(mx, w[j]);
+      }
+      for (double& x : w) sum += (x = std::exp(x - mx));
+      double num = 0, rden = 0;
+      for (int d = 0; d < D; ++d) {
+        double ref = 0;
+        for (int j = 0; j < ctx[s]; ++j) ref += w[j] * float(vc[kv_at(j) + d]);
+        ref /= sum;
+        const double g = got[d] / den;
+        if (!std::isfinite(g)) {
+          std::printf("  row %d (context %d) head %d: output %d not finite; its slots:", s, ctx[s],
+                      h, d);
+          for (int i = plan.row_slot_start[s]; i < plan.row_slot_start[s + 1]; ++i) {
+            const int slot = plan.row_slots[i];
+            const size_t base = static_cast<size_t>(slot) * H + h;
+            std::printf(" %d (m %g, l %g, o %g)", slot, part_ml[base * 2], part_ml[base * 2 + 1],
+                        part_o[base * D + d]);
+          }
+          std::printf("\n");
+          return INFINITY;
+        }
+        num += (g - ref) * (g - ref);
+        rden += ref * ref;
+      }
+      worst = std::max(worst, std::sqrt(num / rden));
+    }
+  std::printf("  %zu items (%d segments), %d rows, contexts %d..%d\n", plan.items.size(),
+              plan.num_segments, n, *std::min_element(ctx.begin(), ctx.end()),
+              *std::max_element(ctx.begin(), ctx.end()));
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const DType bf = DType::kBF16, fp = DType::kFP16;
+  const std::vector<Case> cases = {
+      {bf, 8, 2, 16, {{5, 12}, {1, 0}, {3, 9}}, 1024},  // GQA 4, prefixes of 3 and 2+ tiles
+      {fp, 8, 2, 16, {{5, 12}, {1, 0}, {3, 9}}, 1024},
+      {bf, 16, 2, 8, {{9, 17}, {2, 8}}, 1024},  // GQA 8: 8 rows per item, page 8
+      {bf, 8, 2, 32, {{6, 5}, {1, 0}}, 64},     // page 32, items of one tile
+      {bf, 8, 1, 64, {{4, 3}, {2, 2}}, 1024},   // page 64: one page per tile
+      {bf, 8, 2, 16, {{17, 6}, {1, 0}}, 32},    // 17 rows (2 items), items of 2 pages
+      {bf, 8, 2, 16, {{3, 40}}, 1024},          // 10-tile prefix: the ring wraps 3 times
+  };
+  const int only = argc > 1 ? std::atoi(argv[1]) : -1;
+  int failures = 0;
+  std::mt19937 rng(7);
+  for (int pass = 0; pass < 2; ++pass) {
+    emu::copy_policy = pass == 0 ? emu::CopyPolicy::kLazy : emu::CopyPolicy::kEager;
+    emu::race_check = true;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (only >= 0 && static_cast<int>(i) != only) continue;
+      const Case& c = cases[i];
+      const double err = c.dt == bf ? run<__nv_bfloat16>(c, rng) : run<__half>(c, rng);
+      // P is rounded to 16 bits before P V: bf16 ~4e-3 relative per row, fp16 ~5e-4.
+      const bool ok = err < (c.dt == bf ? 1e-2 : 2e-3);
+      failures += !ok;
+      std::printf("%s %-5s case %zu %s h%d kv%d page %d: worst row error %.3g\n",
+                  ok ? "ok  " : "FAIL", pass == 0 ? "lazy" : "eager", i,
+                  c.dt == bf ? "bf16" : "fp16", c.heads, c.kv_heads, c.block_size, err);
+      std::fflush(stdout);
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
