@@ -207,6 +207,9 @@ CascadePlan plan_cascade(std::span<const int32_t> context_lens,
         plan.items.begin(), plan.items.end(),
         [&](const CascadeItem& it) { return it.num_rows >= o.wide_min_rows; });
     plan.num_wide_items = static_cast<int>(wide_end - plan.items.begin());
+    const auto single_begin = std::stable_partition(
+        wide_end, plan.items.end(), [](const CascadeItem& it) { return it.num_rows > 1; });
+    plan.num_single_row_items = static_cast<int>(plan.items.end() - single_begin);
   }
   return plan;
 }

@@ -20,8 +20,9 @@
 //
 // Items split segments into at most `max_rows_per_item` rows and `max_tokens_per_item` tokens
 // (token ranges on block boundaries); each (row, item) pair owns one partial slot. With
-// `wide_min_rows`, the items of that many rows or more are moved to the front (a stable
-// partition: slots and each row's slot order stay as they were).
+// `wide_min_rows`, the items of that many rows or more are moved to the front and the other
+// one-row items to the back (stable partitions: slots and each row's slot order stay as they
+// were).
 #pragma once
 
 #include <cstdint>
@@ -53,7 +54,9 @@ struct CascadeOptions {
   // stays at least kMinSplitTokens. 0: one plan as the options say.
   int min_items = 0;
   // Items of at least this many rows come first in CascadePlan::items (num_wide_items of them),
-  // for a kernel of their own (the GPU's wgmma kernel for 64-query-row items); 0: no such order.
+  // and items of one row (below this) last (num_single_row_items), for kernels of their own (the
+  // GPU's wgmma kernel takes each wide item alone and packs single-row items several to a
+  // block); 0: no such order.
   int wide_min_rows = 0;
 };
 
@@ -69,7 +72,10 @@ struct CascadePlan {
   std::vector<int32_t> row_slot_start;  // [num_seqs + 1]
   std::vector<int32_t> row_slots;
   int num_slots = 0;
-  int num_wide_items = 0;  // items[0, num_wide_items): CascadeOptions::wide_min_rows rows or more
+  // With CascadeOptions::wide_min_rows: items[0, num_wide_items) have that many rows or more,
+  // the last num_single_row_items one row (and fewer than that many), the others in between.
+  int num_wide_items = 0;
+  int num_single_row_items = 0;
   int num_segments = 0;        // shared segments (of two or more rows)
   int64_t logical_tokens = 0;  // sum of the contexts: what a per-row kernel reads
   int64_t read_tokens = 0;     // tokens the items read (a shared range once per item)

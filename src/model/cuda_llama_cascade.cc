@@ -12,7 +12,8 @@
 //
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
 // the threshold (default 0.3; 0 takes every step whose rows share a segment, however little);
-// FOLIO_CASCADE_WIDE=0 keeps the wide items (64 query rows) off the wgmma kernel (for A/B runs).
+// FOLIO_CASCADE_WIDE=0 keeps every item off the wgmma kernel (cascade_attention_wg.cuh: the
+// wide items of 64 query rows and the packed one-row items), for A/B runs.
 // One GPU only for now (tensor parallel ranks keep the per-row kernel), a 16-bit cache and
 // head_dim 64/128 (cuda::cascade_supported). The kernel's figures are the measured ones: 2.4-3.0x
 // the per-row kernel at 256-1024 rows, 1.3-1.4x at 32 (a 2048-token prefix shared by 16 or all).
@@ -101,6 +102,9 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   cascade_plan.items = reinterpret_cast<const CascadeItem*>(d);
   cascade_plan.num_items = static_cast<int>(plan.items.size());
   cascade_plan.num_wide_items = plan.num_wide_items;
+  cascade_plan.num_single_row_items = plan.num_single_row_items;
+  cascade_plan.single_row_pack =
+      cuda::cascade_single_row_pack(plan, config.num_heads, config.num_kv_heads, info.num_sms);
   cascade_plan.rows = reinterpret_cast<const int32_t*>(d + items_b);
   cascade_plan.row_slot_start = reinterpret_cast<const int32_t*>(d + items_b + rows_b);
   cascade_plan.row_slots = reinterpret_cast<const int32_t*>(d + items_b + rows_b + start_b);

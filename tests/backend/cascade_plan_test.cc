@@ -304,7 +304,9 @@ TEST(CascadePlan, WideItemsComeFirst) {
   const CascadePlan wide = b.plan(o);
   check_plan(b, wide, o);
   EXPECT_EQ(plain.num_wide_items, 0);
+  EXPECT_EQ(plain.num_single_row_items, 0);
   ASSERT_EQ(wide.num_wide_items, 128);
+  EXPECT_EQ(wide.num_single_row_items, 1024);  // every row's own suffix, packed last
   ASSERT_EQ(wide.items.size(), plain.items.size());
   std::vector<CascadeItem> expect;
   for (const CascadeItem& it : plain.items)
@@ -318,8 +320,10 @@ TEST(CascadePlan, WideItemsComeFirst) {
   // Every item wide, or none.
   o.wide_min_rows = 1;
   EXPECT_EQ(b.plan(o).num_wide_items, static_cast<int>(plain.items.size()));
+  EXPECT_EQ(b.plan(o).num_single_row_items, 0);
   o.wide_min_rows = 17;
   EXPECT_EQ(b.plan(o).num_wide_items, 0);
+  EXPECT_EQ(b.plan(o).num_single_row_items, 1024);
 }
 
 TEST(CascadePlan, RandomBatchesAreCoveredExactly) {

@@ -9,6 +9,7 @@
 // order and contiguous, and all rows sharing one. bf16, head_dim 128, 32 q / 8 KV heads, page 16,
 // the eager planner's default plan, queued behind an L2 eviction (attention_bench_util.h).
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 
 #include "attention_bench_util.h"
@@ -21,13 +22,26 @@ namespace {
 
 using namespace attention_bench;  // NOLINT: the benchmarks' own helpers
 
-constexpr int kPage = 16, kPrefix = 2048, kOwn = 256, kCtx = kPrefix + kOwn;
+constexpr int kPage = 16;
+
+// An integer from the environment (whole pages), else `fallback`.
+int env_tokens(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  const int v = e != nullptr ? std::atoi(e) : fallback;
+  return v >= 0 ? v / kPage * kPage : fallback;
+}
+
+// The shape: FOLIO_BENCH_SHARED_PREFIX and FOLIO_BENCH_SHARED_OWN tokens (default 2048 + 256;
+// prefix 0 with the "no sharing" rows times what a step's own suffixes alone cost).
+const int kPrefix = env_tokens("FOLIO_BENCH_SHARED_PREFIX", 2048);
+const int kOwn = std::max(kPage, env_tokens("FOLIO_BENCH_SHARED_OWN", 256));
+const int kCtx = kPrefix + kOwn;
 
 // S rows of kCtx tokens; row r belongs to group group_of[r] (-1: no sharing) and the rows of a
 // group hold the same physical blocks for their first kPrefix tokens. Returns the batch and the
 // number of distinct blocks it reads.
 Batch shared_batch(const std::vector<int>& group_of, std::mt19937& rng, size_t* distinct) {
-  constexpr int kPrefixBlocks = kPrefix / kPage, kOwnBlocks = kOwn / kPage;
+  const int kPrefixBlocks = kPrefix / kPage, kOwnBlocks = kOwn / kPage;
   int groups = 0;
   for (int g : group_of) groups = std::max(groups, g + 1);
   const size_t rows = group_of.size();
@@ -110,7 +124,7 @@ TEST(AttentionBench, K1SharedPrefix) {
       const CascadePlan cp = plan_cascade(b.ctx, b.bts, b.bt, kPage, o);
       const double plan_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
-      testing::CascadeDeviceCopy dev(cp, kHeads, kDim);
+      testing::CascadeDeviceCopy dev(cp, kHeads, kKvHeads, kDim);
       std::printf(
           "  cascade: %zu items (%d wide), %d shared segments, saving %.0f%% of the reads, %d "
           "slots; plan %.0f us on the host\n",
@@ -120,33 +134,53 @@ TEST(AttentionBench, K1SharedPrefix) {
           [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr); }, evict_l2);
       ASSERT_TRUE(st.ok()) << st.to_string();
       std::printf(
-          "  cascade (the default: wide items on wgmma, the rest bulk rows, split keys): "
-          "%.1f us (%.2fx the default plan)\n",
+          "  cascade (the default: wide items alone and one-row items packed on wgmma, the rest "
+          "on mma.sync): %.1f us (%.2fx the default plan)\n",
           dus, us / dus);
-      // Every item on the mma.sync kernel, in its load forms; every item on the wide kernel.
-      CascadeOptions narrow = o, all_wide = o;
+      std::printf("  (one-row items packed %d to a block)\n", dev.view.single_row_pack);
+      for (int pack : {0, 1, 2, 4, 8, 16}) {
+        CascadeTuning t;
+        t.single_row_pack = pack;
+        const double cus = median_us(
+            [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr, t); },
+            evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        if (pack == 0)
+          std::printf("  cascade, one-row items on mma.sync: %.1f us (%.2fx the default plan)\n",
+                      cus, us / cus);
+        else
+          std::printf("  cascade, one-row items %d to a block: %.1f us (%.2fx the default plan)\n",
+                      pack, cus, us / cus);
+      }
+      // Every item on the mma.sync kernel, in its load forms.
+      CascadeOptions narrow = o;
       narrow.wide_min_rows = 0;
-      all_wide.wide_min_rows = 1;
       testing::CascadeDeviceCopy ndev(plan_cascade(b.ctx, b.bts, b.bt, kPage, narrow), kHeads,
-                                      kDim);
+                                      kKvHeads, kDim);
       for (CascadeTuning t : {CascadeTuning{}, CascadeTuning{CascadeLoad::kCpAsync, true},
                               CascadeTuning{CascadeLoad::kBulkRows, false}}) {
         const double cus = median_us(
             [&] { st = cascade_attention(p, ndev.view, ndev.workspace.data(), nullptr, t); },
             evict_l2);
         ASSERT_TRUE(st.ok()) << st.to_string();
-        std::printf("  cascade, no wide items, %s, %s keys: %.1f us (%.2fx the default plan)\n",
+        std::printf("  cascade, all on mma.sync, %s, %s keys: %.1f us (%.2fx the default plan)\n",
                     t.load == CascadeLoad::kBulkRows ? "bulk rows" : "cp.async",
                     t.split_keys ? "split" : "unsplit", cus, us / cus);
       }
-      if (o.wide_min_rows > 0) {
-        testing::CascadeDeviceCopy wdev(plan_cascade(b.ctx, b.bts, b.bt, kPage, all_wide), kHeads,
-                                        kDim);
+      // Every item on wgmma: items of 2+ rows alone and one-row items packed (the launch's
+      // choice); every item alone.
+      for (int wide_rows : {2, 1}) {
+        if (o.wide_min_rows == 0) break;
+        CascadeOptions wo = o;
+        wo.wide_min_rows = wide_rows;
+        testing::CascadeDeviceCopy wdev(plan_cascade(b.ctx, b.bts, b.bt, kPage, wo), kHeads,
+                                        kKvHeads, kDim);
         const double cus =
             median_us([&] { st = cascade_attention(p, wdev.view, wdev.workspace.data(), nullptr); },
                       evict_l2);
         ASSERT_TRUE(st.ok()) << st.to_string();
-        std::printf("  cascade, every item wide: %.1f us (%.2fx the default plan)\n", cus,
+        std::printf("  cascade, all on wgmma, %s: %.1f us (%.2fx the default plan)\n",
+                    wide_rows == 2 ? "one-row items packed (auto)" : "every item alone", cus,
                     us / cus);
       }
       // Fewer rows per item: each item's tile work is split over more warps (cascade_attention.cu),
@@ -155,7 +189,7 @@ TEST(AttentionBench, K1SharedPrefix) {
         CascadeOptions fewer = o;
         fewer.max_rows_per_item = max_rows;
         const CascadePlan fp = plan_cascade(b.ctx, b.bts, b.bt, kPage, fewer);
-        testing::CascadeDeviceCopy fdev(fp, kHeads, kDim);
+        testing::CascadeDeviceCopy fdev(fp, kHeads, kKvHeads, kDim);
         const double cus =
             median_us([&] { st = cascade_attention(p, fdev.view, fdev.workspace.data(), nullptr); },
                       evict_l2);
@@ -168,6 +202,7 @@ TEST(AttentionBench, K1SharedPrefix) {
     };
     std::vector<int> none(static_cast<size_t>(rows), -1);
     time_groups("no sharing", none);
+    if (kPrefix == 0) continue;  // nothing to share
     std::vector<int> sixteen(static_cast<size_t>(rows));
     for (int r = 0; r < rows; ++r) sixteen[static_cast<size_t>(r)] = r / 16;
     time_groups("groups of 16, contiguous", sixteen);

@@ -72,11 +72,13 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
       per_row_err = prob.error();
     }
     double saving = 0;
-    // Wide items (cascade_attention_wg.cuh): none; the engine's threshold; every item (one-row
-    // items too), where the wide kernel takes the geometry.
+    // The wgmma kernel (cascade_attention_wg.cuh), where it takes the geometry: not at all; the
+    // engine's plan (wide items, one-row items packed, the rest on the mma.sync kernel); every
+    // item of 2+ rows alone and one-row items packed; every item alone.
     const int engine_wide = cascade_wide_min_rows(prob.params());
     std::vector<int> wide_forms = {0};
-    if (engine_wide > 0) wide_forms.insert(wide_forms.end(), {engine_wide, 1});
+    if (engine_wide > 0) wide_forms.insert(wide_forms.end(), {engine_wide, 2, 1});
+    wide_forms.erase(std::unique(wide_forms.begin(), wide_forms.end()), wide_forms.end());
     for (bool small : {false, true})
       for (int wide_rows : wide_forms) {
         CascadeOptions o;
@@ -90,20 +92,26 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
         const CascadePlan plan = plan_cascade(prob.context_lens, prob.block_table_start,
                                               prob.block_table, c.block_size, o);
         if (small) saving = plan.saving();
-        CascadeDeviceCopy dp(plan, c.heads, c.head_dim);
-        std::vector<CascadeTuning> tunings = {CascadeTuning{}};
+        CascadeDeviceCopy dp(plan, c.heads, c.kv_heads, c.head_dim);
+        // On the wgmma kernel: one-row items packed as the plan chooses
+        // (cascade_single_row_pack), as many as fit a block, and 3 to a block.
+        std::vector<CascadeTuning> tunings = {CascadeTuning{}, CascadeTuning{}, CascadeTuning{}};
+        tunings[1].single_row_pack = 64;
+        tunings[2].single_row_pack = 3;
         if (wide_rows == 0)  // the mma.sync kernel's load forms on every item
           tunings = {CascadeTuning{CascadeLoad::kBulkRows, true},
                      CascadeTuning{CascadeLoad::kCpAsync, true},
                      CascadeTuning{CascadeLoad::kBulkRows, false}};
         for (CascadeTuning tuning : tunings) {
-          const std::string how = wide_rows > 0
-                                      ? "wide items of " + std::to_string(wide_rows) + "+ rows (" +
-                                            std::to_string(plan.num_wide_items) + " of " +
-                                            std::to_string(plan.items.size()) + ")"
-                                  : tuning.load == CascadeLoad::kCpAsync ? "cp.async"
-                                  : !tuning.split_keys                   ? "bulk rows, unsplit keys"
-                                                                         : "bulk rows";
+          std::string how = tuning.load == CascadeLoad::kCpAsync ? "cp.async"
+                            : !tuning.split_keys                 ? "bulk rows, unsplit keys"
+                                                                 : "bulk rows";
+          if (wide_rows > 0)
+            how = "wgmma: items of " + std::to_string(wide_rows) + "+ rows (" +
+                  std::to_string(plan.num_wide_items) + " of " + std::to_string(plan.items.size()) +
+                  ") alone, " + std::to_string(plan.num_single_row_items) + " one-row packed " +
+                  (tuning.single_row_pack < 0 ? std::string("(auto)")
+                                              : std::to_string(tuning.single_row_pack));
           prob.dout.poison();
           const Status st =
               cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);

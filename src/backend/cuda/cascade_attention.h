@@ -4,14 +4,15 @@
 // Kernel 1 (partials): one thread block per (plan item, kv head). Items of more than 32 query
 // rows (a shared prefix's, 64 at GQA 4), the plan's first num_wide_items, run on the wide kernel
 // (cascade_attention_wg.cuh: one warpgroup, wgmma, TMA page boxes) where it supports the
-// geometry; the others, and all where it does not, on the mma.sync kernel described here. Its query
-// rows are the item's rows x the q heads of that kv head (at most 64: 16 per warp, 4 warps), its
-// keys the item's token range, read once through the item's block table in tiles of 64 tokens
-// (three stages, one bulk copy per K/V row by default: CascadeLoad); q·K^T and P·V run on tensor
-// cores (mma.m16n8k16), softmax online in the exp2 domain. An item of at most 16 (32) query rows
-// splits each tile's keys over 4 (2) warps, which combine at the end (CascadeTuning::split_keys).
-// Each query row writes its partial (running max, sum, unnormalised accumulator, fp32) into its
-// slot.
+// geometry, and so do the plan's one-row items (its last num_single_row_items: the rows' own
+// suffixes), several (cascade_single_row_pack) packed into one block; the others, and all where the
+// wide kernel does not run, on the mma.sync kernel described here. Its query rows are the item's
+// rows x the q heads of that kv head (at most 64: 16 per warp, 4 warps), its keys the item's token
+// range, read once through the item's block table in tiles of 64 tokens (three stages, one bulk
+// copy per K/V row by default: CascadeLoad); q·K^T and P·V run on tensor cores (mma.m16n8k16),
+// softmax online in the exp2 domain. An item of at most 16 (32) query rows splits each tile's keys
+// over 4 (2) warps, which combine at the end (CascadeTuning::split_keys). Each query row writes its
+// partial (running max, sum, unnormalised accumulator, fp32) into its slot.
 //
 // Measured on the H200 (session 46, AttentionBench.K1SharedPrefix, 1024 rows of 2048 shared +
 // 256 own tokens, groups of 16): bulk rows 655-693 us against cp.async's 732-780 in the same run;
@@ -41,9 +42,12 @@ namespace folio::cuda {
 struct CascadeDevicePlan {
   const CascadeItem* items = nullptr;
   int num_items = 0;
-  // CascadePlan::num_wide_items: items [0, num_wide_items) go to the wgmma kernel
-  // (cascade_attention_wg.cuh) where cascade_wide_supported, the rest to the mma.sync kernel.
+  // CascadePlan::num_wide_items and num_single_row_items: items [0, num_wide_items) and the
+  // last num_single_row_items go to the wgmma kernel (cascade_attention_wg.cuh) where
+  // cascade_wide_supported, the rest to the mma.sync kernel.
   int num_wide_items = 0;
+  int num_single_row_items = 0;
+  int single_row_pack = 1;                  // cascade_single_row_pack of the host plan
   const int32_t* rows = nullptr;            // CascadePlan::rows
   const int32_t* row_slot_start = nullptr;  // [num_seqs + 1]
   const int32_t* row_slots = nullptr;
@@ -63,7 +67,20 @@ struct CascadeTuning {
   // Items of at most 16 (32) query rows split each tile's keys over 4 (2) warps; else one warp
   // per 16 rows, the others idle.
   bool split_keys = true;
+  // The plan's one-row items on the wgmma kernel (where it runs), this many per block (1 ..
+  // 64 / G; -1: the device plan's single_row_pack), or 0: one per block on the mma.sync kernel.
+  int single_row_pack = -1;
 };
+
+// One-row items per block on the wgmma kernel (cascade_attention_wg.cuh) for this plan: where it
+// has wide items, as many as make a pack's tiles about the longest wide item's (blocks of equal
+// length); else as many as still leave a wave of blocks (two per SM over the kv heads); at most
+// 64 / G, at least 1. Packing pays where the items are many (H200, own suffixes of 256 tokens at
+// b1024: 320 us 16 to a block against 404 alone) and costs where the blocks get fewer or longer
+// than the rest (b32: 135 against 57 us at 16; 4, as long as the prefix's items, 42 us). The
+// H200's bench (session 47): groups of 16 at b32 / b256 / b1024 best at 4 / 4 / 8 (4: 528
+// against 513 us); own suffixes alone at b32 / b256 / b1024 at 2 / 8 / 16.
+int cascade_single_row_pack(const CascadePlan& plan, int num_heads, int num_kv_heads, int num_sms);
 
 // Whether the kernels take this call's geometry: a 16-bit cache, head_dim 64 or 128, at most 64
 // q heads per kv head.

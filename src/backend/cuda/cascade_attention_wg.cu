@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "backend/cuda/cascade_attention.h"
 #include "backend/cuda/cascade_attention_wg.cuh"
 #include "backend/cuda/cascade_attention_wg.h"
@@ -46,10 +48,28 @@ int cascade_wide_min_rows(const PagedAttentionParams& p) {
   return 32 / (p.num_heads / p.num_kv_heads) + 1;
 }
 
+int cascade_single_row_pack(const CascadePlan& plan, int num_heads, int num_kv_heads, int num_sms) {
+  const int kv = std::max(1, num_kv_heads);
+  const int max_pack = 64 / std::max(1, num_heads / kv);
+  const int n = plan.num_single_row_items, items = static_cast<int>(plan.items.size());
+  if (n <= 0 || n > items) return 1;
+  auto tiles = [](const CascadeItem& it) {
+    return (it.tok_end - it.tok_begin + cascade_wide::kTileTokens - 1) / cascade_wide::kTileTokens;
+  };
+  int64_t wide_tiles = 0, single_tiles = 0;
+  for (int i = 0; i < plan.num_wide_items && i < items; ++i)
+    wide_tiles = std::max<int64_t>(wide_tiles, tiles(plan.items[i]));
+  for (int i = items - n; i < items; ++i) single_tiles += tiles(plan.items[i]);
+  const int64_t pack = wide_tiles > 0 ? wide_tiles * n / std::max<int64_t>(1, single_tiles)
+                                      : int64_t{n} * kv / (2 * std::max(1, num_sms));
+  return static_cast<int>(std::clamp<int64_t>(pack, 1, max_pack));
+}
+
 namespace cascade_detail {
 
-Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_items,
-                   const int32_t* rows, float* part_o, float* part_ml, cudaStream_t stream) {
+Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_wide,
+                   int single_begin, int num_single, int pack, const int32_t* rows, float* part_o,
+                   float* part_ml, cudaStream_t stream) {
   cascade_wide::Args a;
   a.q = p.q;
   a.query_start = p.query_start;
@@ -63,6 +83,13 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   a.block_size = p.block_size;
   a.block_shift = log2_exact(p.block_size);
   a.scale_log2 = p.scale * 1.4426950408889634f;
+  a.num_wide = num_wide;
+  a.single_begin = single_begin;
+  a.num_single = num_single;
+  a.pack = std::clamp(pack, 1, 64 / (p.num_heads / p.num_kv_heads));
+  a.num_packs = (num_single + a.pack - 1) / a.pack;
+  const int blocks = num_wide + a.num_packs;
+  if (blocks == 0) return Status();
   cascade_wide::Maps maps;
   const int D = cascade_wide::D;
   FOLIO_RETURN_IF_ERROR(
@@ -73,7 +100,7 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
       cached_paged_cache_map(&maps.k_row, p.dtype, p.k_cache, p.num_kv_heads, D, 1));
   FOLIO_RETURN_IF_ERROR(
       cached_paged_cache_map(&maps.v_row, p.dtype, p.v_cache, p.num_kv_heads, D, 1));
-  const dim3 grid(static_cast<unsigned>(num_items), static_cast<unsigned>(p.num_kv_heads));
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.num_kv_heads));
   if (p.dtype == DType::kBF16) {
     auto* k = &cascade_wide_kernel<__nv_bfloat16>;
     FOLIO_RETURN_IF_ERROR(

@@ -1,20 +1,28 @@
-// Cascade decode attention, the partial kernel for wide items (cascade_attention_wg.cu launches
-// it; cascade_attention.h has the contract): one warpgroup per (item, kv head) computes S = Q K^T
-// and O += P V by wgmma, with K/V tiles filled by TMA through the item's block table. Device code
-// only, included by cascade_attention_wg.cu and by the host emulator's check
-// (tests/cuda/emu/cascade_wg_emu.cc, scripts/emu-cascade-wg.sh).
+// Cascade decode attention, the partial kernel for wide and for packed one-row items
+// (cascade_attention_wg.cu launches it; cascade_attention.h has the contract): one warpgroup per
+// (work, kv head) computes S = Q K^T and O += P V by wgmma, with K/V tiles filled by TMA through
+// each item's block table. Device code only, included by cascade_attention_wg.cu and by the host
+// emulator's check (tests/cuda/emu/cascade_wg_emu.cc, scripts/emu-cascade-wg.sh).
 //
-// Why a second kernel: the mma.sync kernel (cascade_attention.cu) gives each warp 16 query rows,
-// so every warp reads the whole K and V tile out of shared memory by ldmatrix: four reads of each
-// tile for a 64-row item, 128 KB of shared-memory traffic per 32 KB tile, and its dependent
-// mma chains left 0.37 eligible warps per scheduler (ncu, session 46). A shared prefix's items
-// have 64 query rows (16 rows x 4 q heads), exactly one wgmma M: the tensor cores read each tile
-// once, asynchronously, and the registers hold one warpgroup's S (32) and O (64) per thread.
+// Why: the mma.sync kernel (cascade_attention.cu) gives each warp 16 query rows, so every warp
+// reads the whole K and V tile out of shared memory by ldmatrix: four reads of each tile for a
+// 64-row item, and its dependent mma chains left 0.37 eligible warps per scheduler (ncu, session
+// 46). A shared prefix's items have 64 query rows (16 rows x 4 q heads), exactly one wgmma M:
+// the tensor cores read each tile once, asynchronously.
+//
+// A block's work (block_work) is one of:
+//   - a wide item: every query row (item row m / G, q head kvh G + m % G) reads every tile;
+//   - up to 64 / G one-row items (a step's own suffixes; how many: cascade_single_row_pack),
+//   packed: item j owns query rows
+//     [G j, G j + G) and the block walks the items' tiles one after another, each tile read only
+//     by its item's rows (the others' scores masked). The tensor cores do 64 / G times the
+//     useful work, which they have to spare at a tile's 32 KB; what the packing buys is one
+//     pipeline over several items' tiles instead of a block (Q load, pipeline fill, epilogue)
+//     per 256-token suffix.
 //
 // Geometry: head_dim 128, block_size a power of two in [8, 64] (a tile's pages are whole boxes on
-// 1024-byte boundaries; every item starts on a block boundary, cascade_plan.h). Query rows as in
-// the mma.sync kernel: row m = item row m / G, q head kvh G + m % G; rows past the item's are
-// zero and never stored.
+// 1024-byte boundaries; every item starts on a block boundary, cascade_plan.h). Rows past the
+// work's are zero and never stored.
 //
 // Shared memory (96 KB: two blocks per SM): kStages stages of [K tile | V tile], each tile two
 // 128-byte-swizzled panels of 64 keys x 64 dims (8 KB). Q is loaded by cp.async into stage 2's K
@@ -50,12 +58,16 @@ struct Args {
   const void* q;  // [tokens, num_heads, D], roped
   const int32_t* query_start;
   const int32_t* block_table;
-  const CascadeItem* items;  // this launch's items: blockIdx.x indexes them
+  const CascadeItem* items;  // the plan's
   const int32_t* rows;
   float* part_o;   // [num_slots][num_heads][D]
   float* part_ml;  // [num_slots][num_heads][2]
   int num_heads, num_kv_heads, block_size, block_shift;
   float scale_log2;
+  // Blocks [0, num_packs) take `pack` (1 .. 64 / G) one-row items each from
+  // items[single_begin, single_begin + num_single); the next ones items[0, num_wide) alone.
+  // (Packs first: they are the longer blocks where the launch packs several items.)
+  int num_wide, single_begin, num_single, pack, num_packs;
 };
 
 // Page boxes (block_size slots) and one-slot boxes of K and V (tensor_map.h).
@@ -63,7 +75,35 @@ struct Maps {
   CUtensorMap k_page, v_page, k_row, v_row;
 };
 
-// Warp 0: tile k of the item (keys tok_begin + 64 k ..) into stage st, completing on full.
+// A block's work: `count` items from `first`; packed: one-row items, query rows [G j, G j + G)
+// item j's, else one item whose rows all read every tile.
+struct Work {
+  const CascadeItem* first;
+  int count;
+  bool packed;
+};
+
+__device__ __forceinline__ Work block_work(const Args& a) {
+  const int b = blockIdx.x;
+  if (b >= a.num_packs) return {a.items + (b - a.num_packs), 1, false};
+  const int i0 = b * a.pack;
+  return {a.items + a.single_begin + i0, min(a.pack, a.num_single - i0), true};
+}
+
+__device__ __forceinline__ int tiles_of(const CascadeItem& it) {
+  return (it.tok_end - it.tok_begin + kTileTokens - 1) / kTileTokens;
+}
+
+// A walk over the block's tiles in order: item j, its tile k (the loader and the consumer each
+// keep one).
+struct TileCursor {
+  int j = 0, k = 0;
+  __device__ __forceinline__ void next(const Work& w) {
+    if (++k == tiles_of(w.first[j])) ++j, k = 0;
+  }
+};
+
+// Warp 0: tile k of item `it` (keys tok_begin + 64 k ..) into `stage`, completing on full.
 // Copy j is (K or V, page, column half); pages past tok_end are zero boxes (negative slot), the
 // page tok_end cuts goes row by row with zeros past the end (its other slots may hold anything).
 __device__ __forceinline__ void fill(const Args& a, const Maps& maps, const CascadeItem& it,
@@ -92,19 +132,22 @@ __device__ __forceinline__ void fill(const Args& a, const Maps& maps, const Casc
   }
 }
 
-// Masks S of tile k (s[4n + e]: row g + 8 (e / 2), key 8n + 2 t4 + e % 2), turns it into P in
-// place (exp2 domain, scaled), and updates the running max and this thread's partial sums;
-// returns O's rescale factors per row half.
+// Masks S of a tile whose first key is token t0 (s[4n + e]: row g + 8 (e / 2), key 8n + 2 t4 +
+// e % 2; keys at or past tok_end, and every key of a row half that `reads` excludes), turns it
+// into P in place (exp2 domain, scaled), and updates the running max and this thread's partial
+// sums; returns O's rescale factors per row half. A row half that has read nothing yet keeps
+// max -inf and weights 0.
 __device__ __forceinline__ void online_softmax(float (&s)[32], int t0, int tok_end,
-                                               float scale_log2, float (&m_run)[2],
-                                               float (&l_run)[2], float (&corr)[2], int t4) {
+                                               const bool (&reads)[2], float scale_log2,
+                                               float (&m_run)[2], float (&l_run)[2],
+                                               float (&corr)[2], int t4) {
   float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int n = 0; n < 8; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float v =
-          t0 + n * 8 + 2 * t4 + (e & 1) < tok_end ? s[4 * n + e] * scale_log2 : -INFINITY;
+      const bool on = reads[e >> 1] && t0 + n * 8 + 2 * t4 + (e & 1) < tok_end;
+      const float v = on ? s[4 * n + e] * scale_log2 : -INFINITY;
       s[4 * n + e] = v;
       mx[e >> 1] = fmaxf(mx[e >> 1], v);
     }
@@ -128,7 +171,14 @@ __device__ __forceinline__ void online_softmax(float (&s)[32], int t0, int tok_e
   for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * corr[h] + sum[h];
 }
 
-// One block: item blockIdx.x of a.items for kv head blockIdx.y. smem_raw: kSmemBytes of dynamic
+// Query row m of the block (m < 64): its item j and row i within the item; false past the work.
+__device__ __forceinline__ bool query_row(const Work& w, int m, int G, int* j, int* i) {
+  *j = w.packed ? m / G : 0;
+  *i = w.packed ? 0 : m / G;
+  return *j < w.count && *i < w.first[*j].num_rows;
+}
+
+// One block (blockIdx.x: Args' work, blockIdx.y: kv head). smem_raw: kSmemBytes of dynamic
 // shared memory.
 template <typename T>
 __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
@@ -136,38 +186,41 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
   unsigned char* smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
   auto stage = [&](int s) { return smem + s * kStageBytes; };
-  const CascadeItem it = a.items[blockIdx.x];
+  const Work w = block_work(a);
   const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane >> 2, t4 = lane & 3;
-  const int G = a.num_heads / a.num_kv_heads, m_valid = it.num_rows * G;
-  const int n_tiles = (it.tok_end - it.tok_begin + kTileTokens - 1) / kTileTokens;
+  const int G = a.num_heads / a.num_kv_heads;
+  int n_tiles = 0;
+  for (int j = 0; j < w.count; ++j) n_tiles += tiles_of(w.first[j]);
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) mbarrier_init(&full[s], 1);
     fence_mbarrier_init();
   }
-  // Q rows into stage 2's K tile (zeros past m_valid): 16 chunks of 16 bytes per row.
+  // Q rows into stage 2's K tile (zeros past the work's rows): 16 chunks of 16 bytes per row.
   const T* q = static_cast<const T*>(a.q);
   unsigned char* q_tile = stage(2);
   for (int c = tid; c < 64 * (D / 8); c += kThreads) {
     const int m = c / (D / 8), col = (c % (D / 8)) * 8;
-    const bool valid = m < m_valid;
+    int j, i;
+    const bool valid = query_row(w, m, G, &j, &i);
     const T* src = q;
     if (valid) {
-      const int64_t qrow = a.query_start[a.rows[it.row_begin + m / G]];
+      const int64_t qrow = a.query_start[a.rows[w.first[j].row_begin + i]];
       src = q + (qrow * a.num_heads + kvh * G + m % G) * D + col;
     }
     cp_async_16(q_tile + sw128_offset(m, col, 64), src, valid);
   }
   cp_async_commit();
   __syncthreads();  // the barriers exist
+  TileCursor loader;  // warp 0's: the next tile to fill
   if (warp == 0) {
     if (lane == 0) {
       tma_prefetch_map(&maps.k_page);
       tma_prefetch_map(&maps.v_page);
     }
-    for (int k = 0; k < n_tiles && k < kStages - 1; ++k)
-      fill(a, maps, it, kvh, stage(k), &full[k], k, lane);
+    for (int k = 0; k < n_tiles && k < kStages - 1; ++k, loader.next(w))
+      fill(a, maps, w.first[loader.j], kvh, stage(k), &full[k], loader.k, lane);
   }
   cp_async_wait<0>();
   __syncthreads();         // every Q row is in shared memory
@@ -180,14 +233,19 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
           q_tile + sw128_offset(16 * warp + g + 8 * (e % 2), kk * 16 + 2 * t4 + (e / 2) * 8, 64));
   fence_proxy_async_smem();  // these reads before the TMA's writes of tile 2 there
   __syncthreads();
-  if (warp == 0 && n_tiles > kStages - 1)
-    fill(a, maps, it, kvh, stage(kStages - 1), &full[kStages - 1], kStages - 1, lane);
+  if (warp == 0 && n_tiles > kStages - 1) {
+    fill(a, maps, w.first[loader.j], kvh, stage(kStages - 1), &full[kStages - 1], loader.k, lane);
+    loader.next(w);
+  }
 
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-  for (int k = 0; k < n_tiles; ++k) {
+  const int row_item[2] = {w.packed ? (16 * warp + g) / G : 0,
+                           w.packed ? (16 * warp + g + 8) / G : 0};
+  TileCursor at;  // the tile computed
+  for (int k = 0; k < n_tiles; ++k, at.next(w)) {
     const int st = k % kStages;
     mbarrier_wait_parity(&full[st], (k / kStages) & 1);
     const uint32_t k_addr = smem_addr(stage(st)), v_addr = k_addr + kTileBytes;
@@ -202,9 +260,11 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operand(s);
+    const CascadeItem& it = w.first[at.j];
+    const bool reads[2] = {row_item[0] == at.j, row_item[1] == at.j};
     float corr[2];
-    online_softmax(s, it.tok_begin + k * kTileTokens, it.tok_end, a.scale_log2, m_run, l_run, corr,
-                   t4);
+    online_softmax(s, it.tok_begin + at.k * kTileTokens, it.tok_end, reads, a.scale_log2, m_run,
+                   l_run, corr, t4);
     uint32_t pa[kTileTokens / 16][4];
 #pragma unroll
     for (int kk = 0; kk < kTileTokens / 16; ++kk) {
@@ -226,8 +286,10 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     wgmma_wait<0>();
     wgmma_fence_operand(o);
     __syncthreads();  // no wgmma reads stage st any more
-    if (warp == 0 && k + kStages < n_tiles)
-      fill(a, maps, it, kvh, stage(st), &full[st], k + kStages, lane);
+    if (warp == 0 && k + kStages < n_tiles) {
+      fill(a, maps, w.first[loader.j], kvh, stage(st), &full[st], loader.k, lane);
+      loader.next(w);
+    }
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -237,9 +299,10 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int m = 16 * warp + g + 8 * h;
-    if (m >= m_valid) continue;
+    int j, i;
+    if (!query_row(w, m, G, &j, &i)) continue;
     const int64_t base =
-        static_cast<int64_t>(it.slot_begin + m / G) * a.num_heads + kvh * G + m % G;
+        static_cast<int64_t>(w.first[j].slot_begin + i) * a.num_heads + kvh * G + m % G;
     float* dst = a.part_o + base * D + 2 * t4;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n)

@@ -1,14 +1,16 @@
-// Runs the cascade wide-item kernel's device code (src/backend/cuda/cascade_attention_wg.cuh) on
-// the SIMT emulator (simt_emu.h; wgmma, TMA and mbarriers from shim/) over the items of real
-// plans (backend/cascade_plan.h), merges the partials on the host as cascade_merge_kernel does,
-// and compares every (row, head) with a double-precision reference: bf16 and fp16, GQA 4 and 8
-// (16 and 8 rows per item), pages of 8, 16, 32 and 64, groups sharing prefixes of several tiles,
-// nested prefixes, loners, own suffixes of 1 token to a few tiles (one-row items: 4 or 8 query
-// rows of the 64), items shorter than one tile, a prefix of 10 tiles (the 3-stage ring wraps), cut
-// pages at tok_end, and the pool's slots past each row's end holding NaN. Each case runs twice: TMA
-// copies landing as late as the protocol allows (lazy), then at issue (eager), both under the
-// happens-before race check. What it cannot check: PTX syntax, the memory model beyond that,
-// timing. Built and run by scripts/emu-cascade-wg.sh; exits non-zero on any miss.
+// Runs the cascade wgmma kernel's device code (src/backend/cuda/cascade_attention_wg.cuh) on the
+// SIMT emulator (simt_emu.h; wgmma, TMA and mbarriers from shim/) over the items of real plans
+// (backend/cascade_plan.h), merges the partials on the host as cascade_merge_kernel does, and
+// compares every (row, head) with a double-precision reference: bf16 and fp16, GQA 4 and 8 (16
+// and 8 rows per item), pages of 8, 16, 32 and 64, groups sharing prefixes of several tiles,
+// nested prefixes, loners, own suffixes of 1 token to a few tiles, items shorter than one tile, a
+// prefix of 10 tiles (the 3-stage ring wraps), cut pages at tok_end, and the pool's slots past
+// each row's end holding NaN. Each case runs with the one-row items packed several to a block
+// (2 to 64 / G: each item owns G query rows, and a tile is read by its item's rows only) and with
+// every item alone in its block; each twice: TMA copies landing as late as the protocol allows
+// (lazy), then at issue (eager), under the happens-before race
+// check. What it cannot check: PTX syntax, the memory model beyond that, timing. Built and run
+// by scripts/emu-cascade-wg.sh; exits non-zero on any miss.
 // clang-format off
 #include "simt_emu.h"  // first: the kernel's headers use its shims
 #include "backend/cuda/cascade_attention_wg.cuh"
@@ -44,12 +46,13 @@ struct Case {
   int heads, kv_heads, block_size;
   std::vector<Group> groups;
   int max_tokens_per_item;  // the plan's; small values give items shorter than a tile
+  int pack;                 // one-row items per block where packed (at most 64 / G)
 };
 
 // Returns the worst relative error of one (row, head) output, INFINITY on a launch failure or a
 // non-finite output.
 template <typename T>
-double run(const Case& c, std::mt19937& rng) {
+double run(const Case& c, bool packed, std::mt19937& rng) {
   const int H = c.heads, KV = c.kv_heads, G = H / KV, bs = c.block_size;
   std::uniform_real_distribution<float> u(-2.f, 2.f);
   std::uniform_int_distribution<int> own_len(1, 3 * 64 + 5);
@@ -97,7 +100,9 @@ double run(const Case& c, std::mt19937& rng) {
   o.max_rows_per_item = 64 / G;
   o.max_tokens_per_item = c.max_tokens_per_item;
   o.min_shared_tokens = bs;
-  o.wide_min_rows = 1;  // every item on the wide kernel
+  // Packed: items of 2+ rows one per block, one-row items 64 / G per block; else every item
+  // alone.
+  o.wide_min_rows = packed ? 2 : 1;
   const CascadePlan plan = folio::plan_cascade(ctx, bts, table, bs, o);
   std::vector<float> part_o(static_cast<size_t>(plan.num_slots) * H * D, NAN);
   std::vector<float> part_ml(static_cast<size_t>(plan.num_slots) * H * 2, NAN);
@@ -115,6 +120,13 @@ double run(const Case& c, std::mt19937& rng) {
   a.block_shift = __builtin_ctz(static_cast<unsigned>(bs));
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   a.scale_log2 = scale * 1.4426950408889634f;
+  a.num_wide = plan.num_wide_items;
+  a.num_single = plan.num_single_row_items;
+  a.single_begin = static_cast<int>(plan.items.size()) - a.num_single;
+  a.pack = packed ? c.pack : 1;
+  a.num_packs = (a.num_single + a.pack - 1) / a.pack;
+  if (a.single_begin != a.num_wide) return INFINITY;  // the kernel takes no middle items
+  const int blocks = a.num_wide + a.num_packs;
   Maps maps;
   using folio::cuda::encode_paged_cache_map;
   if (!encode_paged_cache_map(&maps.k_page, c.dt, kc.data(), KV, D, bs).ok() ||
@@ -122,8 +134,7 @@ double run(const Case& c, std::mt19937& rng) {
       !encode_paged_cache_map(&maps.k_row, c.dt, kc.data(), KV, D, 1).ok() ||
       !encode_paged_cache_map(&maps.v_row, c.dt, vc.data(), KV, D, 1).ok())
     return INFINITY;
-  emu::launch(kernel<T>, dim3(static_cast<unsigned>(plan.items.size()), KV), kThreads, kSmemBytes,
-              a, maps);
+  emu::launch(kernel<T>, dim3(static_cast<unsigned>(blocks), KV), kThreads, kSmemBytes, a, maps);
 
   double worst = 0;
   for (int s = 0; s < n; ++s)
@@ -177,9 +188,9 @@ double run(const Case& c, std::mt19937& rng) {
       }
       worst = std::max(worst, std::sqrt(num / rden));
     }
-  std::printf("  %zu items (%d segments), %d rows, contexts %d..%d\n", plan.items.size(),
-              plan.num_segments, n, *std::min_element(ctx.begin(), ctx.end()),
-              *std::max_element(ctx.begin(), ctx.end()));
+  std::printf("  %zu items (%d segments, %d one-row), %d blocks, %d rows, contexts %d..%d\n",
+              plan.items.size(), plan.num_segments, plan.num_single_row_items, blocks, n,
+              *std::min_element(ctx.begin(), ctx.end()), *std::max_element(ctx.begin(), ctx.end()));
   return worst;
 }
 
@@ -188,30 +199,33 @@ double run(const Case& c, std::mt19937& rng) {
 int main(int argc, char** argv) {
   const DType bf = DType::kBF16, fp = DType::kFP16;
   const std::vector<Case> cases = {
-      {bf, 8, 2, 16, {{5, 12}, {1, 0}, {3, 9}}, 1024},  // GQA 4, prefixes of 3 and 2+ tiles
-      {fp, 8, 2, 16, {{5, 12}, {1, 0}, {3, 9}}, 1024},
-      {bf, 16, 2, 8, {{9, 17}, {2, 8}}, 1024},  // GQA 8: 8 rows per item, page 8
-      {bf, 8, 2, 32, {{6, 5}, {1, 0}}, 64},     // page 32, items of one tile
-      {bf, 8, 1, 64, {{4, 3}, {2, 2}}, 1024},   // page 64: one page per tile
-      {bf, 8, 2, 16, {{17, 6}, {1, 0}}, 32},    // 17 rows (2 items), items of 2 pages
-      {bf, 8, 2, 16, {{3, 40}}, 1024},          // 10-tile prefix: the ring wraps 3 times
+      {bf, 8, 2, 16, {{5, 12}, {1, 0}, {3, 9}}, 1024, 16},  // GQA 4, prefixes of 3 and 2+ tiles
+      {fp, 8, 2, 16, {{5, 12}, {1, 0}, {3, 9}}, 1024, 3},   // packs of 3
+      {bf, 16, 2, 8, {{9, 17}, {2, 8}}, 1024, 8},           // GQA 8: 8 rows per item, page 8
+      {bf, 8, 2, 32, {{6, 5}, {1, 0}}, 64, 16},             // page 32, items of one tile
+      {bf, 8, 1, 64, {{4, 3}, {2, 2}}, 1024, 5},            // page 64: one page per tile
+      {bf, 8, 2, 16, {{17, 6}, {1, 0}}, 32, 2},             // 17 rows (2 items), items of 2 pages
+      {bf, 8, 2, 16, {{3, 40}}, 1024, 16},  // 10-tile prefix: the ring wraps 3 times
   };
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
   std::mt19937 rng(7);
-  for (int pass = 0; pass < 2; ++pass) {
-    emu::copy_policy = pass == 0 ? emu::CopyPolicy::kLazy : emu::CopyPolicy::kEager;
+  for (int pass = 0; pass < 4; ++pass) {
+    emu::copy_policy = pass % 2 == 0 ? emu::CopyPolicy::kLazy : emu::CopyPolicy::kEager;
     emu::race_check = true;
+    const bool packed = pass < 2;
     for (size_t i = 0; i < cases.size(); ++i) {
       if (only >= 0 && static_cast<int>(i) != only) continue;
       const Case& c = cases[i];
-      const double err = c.dt == bf ? run<__nv_bfloat16>(c, rng) : run<__half>(c, rng);
+      const double err =
+          c.dt == bf ? run<__nv_bfloat16>(c, packed, rng) : run<__half>(c, packed, rng);
       // P is rounded to 16 bits before P V: bf16 ~4e-3 relative per row, fp16 ~5e-4.
       const bool ok = err < (c.dt == bf ? 1e-2 : 2e-3);
       failures += !ok;
-      std::printf("%s %-5s case %zu %s h%d kv%d page %d: worst row error %.3g\n",
-                  ok ? "ok  " : "FAIL", pass == 0 ? "lazy" : "eager", i,
-                  c.dt == bf ? "bf16" : "fp16", c.heads, c.kv_heads, c.block_size, err);
+      std::printf("%s %-5s %s case %zu %s h%d kv%d page %d: worst row error %.3g\n",
+                  ok ? "ok  " : "FAIL", pass % 2 == 0 ? "lazy" : "eager",
+                  packed ? "packed" : "alone ", i, c.dt == bf ? "bf16" : "fp16", c.heads,
+                  c.kv_heads, c.block_size, err);
       std::fflush(stdout);
     }
   }
