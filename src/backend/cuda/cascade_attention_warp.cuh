@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/mma_ptx.cuh"
+#include "backend/cuda/online_softmax_rows.cuh"
 
 namespace folio::cuda::cascade_kernel {
 
@@ -68,16 +69,7 @@ __device__ __forceinline__ void attend_keys(const T* tk, const T* tv, int key0, 
       mx[c >> 1] = fmaxf(mx[c >> 1], v);
     }
   float corr[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-    const float m_new = fmaxf(m_run[h], mx[h]);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: weights 0
-    corr[h] = fast_exp2(m_run[h] - m_use);
-    m_run[h] = m_new;
-    mx[h] = m_use;
-  }
+  fold_row_max(mx, m_run, corr);
   float sum[2] = {0.f, 0.f};
 #pragma unroll
   for (int n = 0; n < kKeys / 8; ++n)
