@@ -245,5 +245,49 @@ TEST(CascadeAttention, RefusesWhatItDoesNotSupport) {
   EXPECT_FALSE(cascade_wide_supported(p));
 }
 
+// cascade_single_row_pack on the bench's shapes (host only): rows of `own` tokens after a prefix
+// of `prefix` tokens shared by groups of `group` rows (0: none shared), page 16, 32 q / 8 kv
+// heads, on 132 SMs, with the engine's options.
+int pack_for(int rows, int group, int prefix, int own) {
+  constexpr int kPage = 16;
+  std::vector<int32_t> ctx, bts{0}, table;
+  int32_t next = 0;
+  std::vector<int32_t> shared;
+  for (int r = 0; r < rows; ++r) {
+    if (group > 0 && r % group == 0) {
+      shared.clear();
+      for (int b = 0; b < prefix / kPage; ++b) shared.push_back(next++);
+    }
+    for (int b = 0; b < prefix / kPage; ++b) table.push_back(group > 0 ? shared[b] : next++);
+    for (int b = 0; b < own / kPage; ++b) table.push_back(next++);
+    ctx.push_back(prefix + own);
+    bts.push_back(static_cast<int32_t>(table.size()));
+  }
+  PagedAttentionParams p;
+  p.dtype = DType::kBF16;
+  p.num_heads = 32;
+  p.num_kv_heads = 8;
+  p.head_dim = 128;
+  p.block_size = kPage;
+  CascadeOptions o;
+  o.max_rows_per_item = cascade_max_rows_per_item(32, 8);
+  o.min_items = cascade_min_items(8, 132);
+  o.wide_min_rows = cascade_wide_min_rows(p);
+  return cascade_single_row_pack(plan_cascade(ctx, bts, table, kPage, o), 32, 8, 132);
+}
+
+TEST(CascadeAttention, SingleRowPackFollowsThePlan) {
+  // Groups of 16 sharing 2048 tokens: packs as long as the 1024-token wide items (16 tiles) of
+  // 256-token suffixes (4 tiles): 4, the H200 sweep's best at b32 and b256 (b1024: 8, 3% ahead).
+  EXPECT_EQ(pack_for(1024, 16, 2048, 256), 4);
+  EXPECT_EQ(pack_for(256, 16, 2048, 256), 4);
+  EXPECT_EQ(pack_for(32, 16, 2048, 256), 4);
+  // Own suffixes alone (no wide items): a wave of blocks, packs of at most 64 tiles.
+  EXPECT_EQ(pack_for(1024, 0, 0, 256), 16);  // the sweep's best
+  EXPECT_EQ(pack_for(256, 0, 0, 256), 7);    // 8 best, 4 within 5%
+  EXPECT_EQ(pack_for(32, 0, 0, 256), 1);     // 2 best (20 against 22 us)
+  EXPECT_EQ(pack_for(256, 0, 0, 2304), 5);   // items of 16 / 16 / 4 tiles: 4-8 best, 16 -23%
+}
+
 }  // namespace
 }  // namespace folio::cuda

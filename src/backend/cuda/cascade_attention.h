@@ -74,12 +74,12 @@ struct CascadeTuning {
 
 // One-row items per block on the wgmma kernel (cascade_attention_wg.cuh) for this plan: where it
 // has wide items, as many as make a pack's tiles about the longest wide item's (blocks of equal
-// length); else as many as still leave a wave of blocks (two per SM over the kv heads); at most
-// 64 / G, at least 1. Packing pays where the items are many (H200, own suffixes of 256 tokens at
-// b1024: 320 us 16 to a block against 404 alone) and costs where the blocks get fewer or longer
-// than the rest (b32: 135 against 57 us at 16; 4, as long as the prefix's items, 42 us). The
-// H200's bench (session 47): groups of 16 at b32 / b256 / b1024 best at 4 / 4 / 8 (4: 528
-// against 513 us); own suffixes alone at b32 / b256 / b1024 at 2 / 8 / 16.
+// length); else as many as still leave a wave of blocks (two per SM over the kv heads) in packs
+// of at most 64 tiles; at most 64 / G, at least 1. Packing pays where the items are many (H200, own
+// suffixes of 256 tokens at b1024: 320 us 16 to a block against 404 alone) and costs where the
+// blocks get fewer or longer than the rest (b32: 135 against 57 us at 16; 4, as long as the
+// prefix's items, 42 us). The H200's bench (session 47): groups of 16 at b32 / b256 / b1024 best at
+// 4 / 4 / 8 (4: 528 against 513 us); own suffixes alone at b32 / b256 / b1024 at 2 / 8 / 16.
 int cascade_single_row_pack(const CascadePlan& plan, int num_heads, int num_kv_heads, int num_sms);
 
 // Whether the kernels take this call's geometry: a 16-bit cache, head_dim 64 or 128, at most 64
