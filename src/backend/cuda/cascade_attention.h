@@ -19,7 +19,9 @@
 // unsplit keys 695-738; an L2 prefetch 2 tiles ahead 677-713 (since removed); at most 8 or 4 rows
 // per item 748-775 / 990-1009 (the prefix read twice or four times). On rows that share nothing the
 // kernel reads at 84% of the per-row kernel's rate (2741 against 2289 us), which is why the engine
-// takes it only where the plan saves enough. Kernel 2 (merge): one thread block per (batch row, q
+// takes it only where the plan saves enough. With the wgmma kernel taking the wide items and the
+// packed own suffixes (session 47): 531-536 us on the groups of 16 (all on mma.sync 655-661), 140
+// at b256 (196), 42 at b32 (68). Kernel 2 (merge): one thread block per (batch row, q
 // head) combines the row's slots and writes the normalised output row. So a shared prefix's K/V is
 // read once per item of up to 16 rows (at GQA 4), instead of once per row as the per-row decode
 // kernels read it.
