@@ -13,11 +13,12 @@
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
 // the threshold (default 0.3; 0 takes every step whose rows share a segment, however little);
 // FOLIO_CASCADE_WIDE=0 keeps every item off the wgmma kernel (cascade_attention_wg.cuh: the
-// wide items of 64 query rows and the packed one-row items), for A/B runs.
+// wide items of 64 query rows and the packed one-row items), for A/B runs;
+// FOLIO_CASCADE_STAGES=2|3 sets CascadeTuning::wgmma_stages.
 // One GPU only for now (tensor parallel ranks keep the per-row kernel), a 16-bit cache and
 // head_dim 64/128 (cuda::cascade_supported). The kernels' figures are the measured ones (H200,
-// session 47, wgmma for wide items and packed own suffixes): 3.1-3.8x the per-row kernel at 1024
-// rows, 3.3-3.5x at 256, 1.9x at 32 (a 2048-token prefix shared by 16 or all).
+// session 47, wgmma for wide items and packed own suffixes, two stages): 3.5-4.4x the per-row
+// kernel at 1024 rows, 3.6-4.3x at 256, 1.9x at 32 (a 2048-token prefix shared by 16 or all).
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -50,6 +51,12 @@ Status CudaLlamaExecutor::Impl::read_cascade_env() {
     if (v != "0" && v != "1")
       return invalid_argument("FOLIO_CASCADE_WIDE=" + v + ": expected 0 or 1");
     cascade_wide = v == "1";
+  }
+  if (const char* e = std::getenv("FOLIO_CASCADE_STAGES")) {
+    const std::string v = e;
+    if (v != "2" && v != "3")
+      return invalid_argument("FOLIO_CASCADE_STAGES=" + v + ": expected 2 or 3");
+    cascade_tuning.wgmma_stages = v == "2" ? 2 : 3;
   }
   if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
     char* end = nullptr;

@@ -205,11 +205,12 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
     p.qkv_post.inv_freq = inv_freq.as<float>();
     p.qkv_post.slot_mapping = d.slot_mapping;
   }
-  FOLIO_RETURN_IF_ERROR(decode && cascade_on
-                            ? cuda::cascade_attention(p, cascade_plan, cascade_ws.data(), stream)
-                        : decode      ? cuda::decode_attention(p, *decode, workspace, stream)
-                        : split_mixed ? step_attention(p)
-                                      : cuda::prefill_attention(p, *prefill, stream));
+  FOLIO_RETURN_IF_ERROR(
+      decode && cascade_on
+          ? cuda::cascade_attention(p, cascade_plan, cascade_ws.data(), stream, cascade_tuning)
+      : decode      ? cuda::decode_attention(p, *decode, workspace, stream)
+      : split_mixed ? step_attention(p)
+                    : cuda::prefill_attention(p, *prefill, stream));
   // step_attention marks each of its groups (a mixed step's decode rows as attn_decode).
   if (decode || !split_mixed) mark(decode ? "attn_decode" : "attn_prefill");
   if (decode && T == 1 && shard.world == 1 && decode_mlp && fused_gate_up_silu) {

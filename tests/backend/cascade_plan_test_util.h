@@ -66,10 +66,14 @@ inline std::vector<std::vector<Range>> check_plan(const Batch& b, const CascadeP
   // Wide items first (CascadeOptions::wide_min_rows), and only them.
   const int32_t num_items = static_cast<int32_t>(p.items.size());
   EXPECT_TRUE(p.num_wide_items >= 0 && p.num_wide_items <= num_items);
-  if (o.wide_min_rows <= 0) EXPECT_EQ(p.num_wide_items, 0);
+  if (o.wide_min_rows <= 0) {
+    EXPECT_EQ(p.num_wide_items, 0);
+  }
   EXPECT_TRUE(p.num_single_row_items >= 0 &&
               p.num_wide_items + p.num_single_row_items <= num_items);
-  if (o.wide_min_rows <= 0) EXPECT_EQ(p.num_single_row_items, 0);
+  if (o.wide_min_rows <= 0) {
+    EXPECT_EQ(p.num_single_row_items, 0);
+  }
   for (int32_t k = 0; o.wide_min_rows > 0 && k < num_items; ++k) {
     const CascadeItem& it = p.items[k];
     EXPECT_EQ(it.num_rows >= o.wide_min_rows, k < p.num_wide_items) << "item " << k;

@@ -138,6 +138,17 @@ TEST(AttentionBench, K1SharedPrefix) {
           "on mma.sync): %.1f us (%.2fx the default plan)\n",
           dus, us / dus);
       std::printf("  (one-row items packed %d to a block)\n", dev.view.single_row_pack);
+      {
+        CascadeTuning t;
+        t.wgmma_stages = 3;
+        const double cus = median_us(
+            [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr, t); },
+            evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        std::printf(
+            "  cascade, wgmma 3 stages, 2 blocks per SM: %.1f us (%.2fx the default plan)\n", cus,
+            us / cus);
+      }
       for (int pack : {0, 1, 2, 4, 8, 16}) {
         CascadeTuning t;
         t.single_row_pack = pack;

@@ -95,9 +95,11 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
         CascadeDeviceCopy dp(plan, c.heads, c.kv_heads, c.head_dim);
         // On the wgmma kernel: one-row items packed as the plan chooses
         // (cascade_single_row_pack), as many as fit a block, and 3 to a block.
-        std::vector<CascadeTuning> tunings = {CascadeTuning{}, CascadeTuning{}, CascadeTuning{}};
+        std::vector<CascadeTuning> tunings(4);
         tunings[1].single_row_pack = 64;
         tunings[2].single_row_pack = 3;
+        tunings[3].single_row_pack = 3;  // and the 3-stage form (Q through shared memory)
+        tunings[3].wgmma_stages = 3;
         if (wide_rows == 0)  // the mma.sync kernel's load forms on every item
           tunings = {CascadeTuning{CascadeLoad::kBulkRows, true},
                      CascadeTuning{CascadeLoad::kCpAsync, true},
@@ -111,7 +113,8 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
                   std::to_string(plan.num_wide_items) + " of " + std::to_string(plan.items.size()) +
                   ") alone, " + std::to_string(plan.num_single_row_items) + " one-row packed " +
                   (tuning.single_row_pack < 0 ? std::string("(auto)")
-                                              : std::to_string(tuning.single_row_pack));
+                                              : std::to_string(tuning.single_row_pack)) +
+                  (tuning.wgmma_stages == 3 ? ", 3 stages" : "");
           prob.dout.poison();
           const Status st =
               cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);

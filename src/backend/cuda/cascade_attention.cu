@@ -238,7 +238,8 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   if (wide + single > 0) {
     const int pack = tuning.single_row_pack > 0 ? tuning.single_row_pack : plan.single_row_pack;
     FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(p, plan.items, wide, middle_end, single, pack,
-                                                      plan.rows, a.part_o, a.part_ml, stream));
+                                                      plan.rows, a.part_o, a.part_ml,
+                                                      tuning.wgmma_stages, stream));
   }
   if (wide < middle_end) {
     a.items = plan.items + wide;

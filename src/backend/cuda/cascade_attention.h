@@ -20,8 +20,8 @@
 // per item 748-775 / 990-1009 (the prefix read twice or four times). On rows that share nothing the
 // kernel reads at 84% of the per-row kernel's rate (2741 against 2289 us), which is why the engine
 // takes it only where the plan saves enough. With the wgmma kernel taking the wide items and the
-// packed own suffixes (session 47): 531-536 us on the groups of 16 (all on mma.sync 655-661), 140
-// at b256 (196), 42 at b32 (68). Kernel 2 (merge): one thread block per (batch row, q
+// packed own suffixes (session 47, two stages): 467-469 us on the groups of 16 (all on mma.sync
+// 655-661), 129 at b256 (196), 40 at b32 (68). Kernel 2 (merge): one thread block per (batch row, q
 // head) combines the row's slots and writes the normalised output row. So a shared prefix's K/V is
 // read once per item of up to 16 rows (at GQA 4), instead of once per row as the per-row decode
 // kernels read it.
@@ -72,6 +72,13 @@ struct CascadeTuning {
   // The plan's one-row items on the wgmma kernel (where it runs), this many per block (1 ..
   // 64 / G; -1: the device plan's single_row_pack), or 0: one per block on the mma.sync kernel.
   int single_row_pack = -1;
+  // The wgmma kernel's K/V stages: 2 (Q's fragments straight from global memory; 64 KB, three
+  // blocks per SM) or 3 (Q borrows the third on its way to registers; 96 KB, two blocks per SM).
+  // H200, session 47: 2 stages at b1024 groups of 16 467-469 against 529-531 us, one prefix 394
+  // against 511, b256 108-130 against 134-142, b32 40 against 42; end to end 64 x 16 14,737
+  // against 14,069 output tok/s. ncu had shown the 3-stage form at 12.5% occupancy with DRAM
+  // 58% and the SMs 24% busy.
+  int wgmma_stages = 2;
 };
 
 // One-row items per block on the wgmma kernel (cascade_attention_wg.cuh) for this plan: where it

@@ -15,15 +15,15 @@
 namespace folio::cuda {
 namespace {
 
-template <typename T>
-__global__ void __launch_bounds__(cascade_wide::kThreads, 2)
+template <typename T, int kSt>
+__global__ void __launch_bounds__(cascade_wide::kThreads, kSt == 2 ? 3 : 2)
     cascade_wide_kernel(const cascade_wide::Args a,
                         const __grid_constant__ cascade_wide::Maps maps) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma and TMA need sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  cascade_wide::partial_body<T>(a, maps, smem_raw);
+  cascade_wide::partial_body<T, kSt>(a, maps, smem_raw);
 #endif
 }
 
@@ -74,7 +74,7 @@ namespace cascade_detail {
 
 Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_wide,
                    int single_begin, int num_single, int pack, const int32_t* rows, float* part_o,
-                   float* part_ml, cudaStream_t stream) {
+                   float* part_ml, int stages, cudaStream_t stream) {
   cascade_wide::Args a;
   a.q = p.q;
   a.query_start = p.query_start;
@@ -106,17 +106,19 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   FOLIO_RETURN_IF_ERROR(
       cached_paged_cache_map(&maps.v_row, p.dtype, p.v_cache, p.num_kv_heads, D, 1));
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.num_kv_heads));
-  if (p.dtype == DType::kBF16) {
-    auto* k = &cascade_wide_kernel<__nv_bfloat16>;
-    FOLIO_RETURN_IF_ERROR(
-        opt_in_dynamic_smem(reinterpret_cast<const void*>(k), cascade_wide::kSmemBytes));
-    k<<<grid, cascade_wide::kThreads, cascade_wide::kSmemBytes, stream>>>(a, maps);
-  } else {
-    auto* k = &cascade_wide_kernel<__half>;
-    FOLIO_RETURN_IF_ERROR(
-        opt_in_dynamic_smem(reinterpret_cast<const void*>(k), cascade_wide::kSmemBytes));
-    k<<<grid, cascade_wide::kThreads, cascade_wide::kSmemBytes, stream>>>(a, maps);
-  }
+  auto launch = [&](auto* kernel, size_t smem) {
+    FOLIO_RETURN_IF_ERROR(opt_in_dynamic_smem(reinterpret_cast<const void*>(kernel), smem));
+    kernel<<<grid, cascade_wide::kThreads, smem, stream>>>(a, maps);
+    return Status();
+  };
+  const bool bf16 = p.dtype == DType::kBF16;
+  const size_t smem = cascade_wide::smem_bytes(stages == 2 ? 2 : 3);
+  if (stages == 2)
+    FOLIO_RETURN_IF_ERROR(bf16 ? launch(&cascade_wide_kernel<__nv_bfloat16, 2>, smem)
+                               : launch(&cascade_wide_kernel<__half, 2>, smem));
+  else
+    FOLIO_RETURN_IF_ERROR(bf16 ? launch(&cascade_wide_kernel<__nv_bfloat16, 3>, smem)
+                               : launch(&cascade_wide_kernel<__half, 3>, smem));
   return launch_status("cascade_wide_kernel");
 }
 

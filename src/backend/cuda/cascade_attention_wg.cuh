@@ -24,12 +24,15 @@
 // 1024-byte boundaries; every item starts on a block boundary, cascade_plan.h). Rows past the
 // work's are zero and never stored.
 //
-// Shared memory (96 KB: two blocks per SM): kStages stages of [K tile | V tile], each tile two
-// 128-byte-swizzled panels of 64 keys x 64 dims (8 KB). Q is loaded by cp.async into stage 2's K
-// tile, read into registers (the A operand of S), and only then is tile 2 filled there. Stage s
-// completes on full[s] (one arrive.expect_tx of 32 KB by lane 0 of warp 0, whose lanes issue the
-// page boxes). A stage is refilled after every warp passed the block barrier that follows its
-// P V wait, so no wgmma still reads it.
+// Shared memory: kSt stages of [K tile | V tile], each tile two 128-byte-swizzled panels of 64
+// keys x 64 dims (8 KB). With 2 stages (64 KB, 168 registers: three blocks per SM; the default)
+// Q's A fragments are loaded straight from global memory; with 3 (96 KB: two blocks per SM) Q
+// goes by cp.async into stage 2's K tile and from there to registers before tile 2 is filled
+// there. Stage s completes on full[s] (one arrive.expect_tx of 32 KB by lane 0 of warp 0, whose
+// lanes issue the page boxes). A stage is refilled after every warp passed the block barrier
+// that follows its P V wait, so no wgmma still reads it. (ncu on the 3-stage form inside the
+// engine, session 47: 12.5% occupancy, DRAM 58%, SMs 24% busy; the third block per SM gave
+// 12-23%.)
 //
 // Measured and not kept (H200, session 47): issuing S of the next tile before this tile's
 // softmax (FA3's overlap within a warpgroup, 32 more registers): b1024 groups of 16 539 against
@@ -51,13 +54,16 @@ namespace folio::cuda::cascade_wide {
 
 constexpr int D = 128;
 constexpr int kTileTokens = 64;
-constexpr int kStages = 3;
+constexpr int kStages = 3;  // the most stages a form has (kSt: 2, the default, or 3)
 constexpr int kThreads = 128;                        // one warpgroup
 constexpr uint32_t kPanelBytes = kTileTokens * 128;  // 64 rows x 64 16-bit elements
 constexpr uint32_t kTileBytes = 2 * kPanelBytes;     // 64 rows x head_dim 128
 constexpr uint32_t kStageBytes = 2 * kTileBytes;     // K and V
 // Stages, their barriers, and slack to align the dynamic base to 1024 bytes.
-constexpr size_t kSmemBytes = size_t{kStages} * kStageBytes + 64 + 1024;
+constexpr size_t smem_bytes(int stages) {
+  return size_t(stages) * kStageBytes + 64 + 1024;
+}
+constexpr size_t kSmemBytes = smem_bytes(kStages);
 
 struct Args {
   const void* q;  // [tokens, num_heads, D], roped
@@ -174,13 +180,15 @@ __device__ __forceinline__ bool query_row(const Work& w, int m, int G, int* j, i
   return *j < w.count && *i < w.first[*j].num_rows;
 }
 
-// One block (blockIdx.x: Args' work, blockIdx.y: kv head). smem_raw: kSmemBytes of dynamic
-// shared memory.
-template <typename T>
+// One block (blockIdx.x: Args' work, blockIdx.y: kv head). smem_raw: smem_bytes(kSt) of dynamic
+// shared memory. kSt 3: Q borrows stage 2 on its way to registers (96 KB, 2 blocks per SM); kSt
+// 2: Q's fragments straight from global memory (64 KB, 3 blocks per SM).
+template <typename T, int kSt = kStages>
 __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
                                              unsigned char* smem_raw) {
+  static_assert(kSt == 2 || kSt == 3);
   unsigned char* smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kSt * kStageBytes);
   auto stage = [&](int s) { return smem + s * kStageBytes; };
   const Work w = block_work(a);
   const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -190,24 +198,28 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
   for (int j = 0; j < w.count; ++j) n_tiles += tiles_of(w.first[j]);
 
   if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) mbarrier_init(&full[s], 1);
+    for (int s = 0; s < kSt; ++s) mbarrier_init(&full[s], 1);
     fence_mbarrier_init();
   }
-  // Q rows into stage 2's K tile (zeros past the work's rows): 16 chunks of 16 bytes per row.
+  // Query row m's q (zeros past the work's rows): its column col, 16-byte aligned.
   const T* q = static_cast<const T*>(a.q);
-  unsigned char* q_tile = stage(2);
-  for (int c = tid; c < 64 * (D / 8); c += kThreads) {
-    const int m = c / (D / 8), col = (c % (D / 8)) * 8;
+  auto q_src = [&](int m, int col, bool* valid) {
     int j, i;
-    const bool valid = query_row(w, m, G, &j, &i);
-    const T* src = q;
-    if (valid) {
-      const int64_t qrow = a.query_start[a.rows[w.first[j].row_begin + i]];
-      src = q + (qrow * a.num_heads + kvh * G + m % G) * D + col;
+    *valid = query_row(w, m, G, &j, &i);
+    if (!*valid) return q;
+    const int64_t qrow = a.query_start[a.rows[w.first[j].row_begin + i]];
+    return q + (qrow * a.num_heads + kvh * G + m % G) * D + col;
+  };
+  unsigned char* q_tile = stage(2);
+  if constexpr (kSt == 3) {  // Q rows into stage 2's K tile: 16 chunks of 16 bytes per row
+    for (int c = tid; c < 64 * (D / 8); c += kThreads) {
+      const int m = c / (D / 8), col = (c % (D / 8)) * 8;
+      bool valid;
+      const T* src = q_src(m, col, &valid);
+      cp_async_16(q_tile + sw128_offset(m, col, 64), src, valid);
     }
-    cp_async_16(q_tile + sw128_offset(m, col, 64), src, valid);
+    cp_async_commit();
   }
-  cp_async_commit();
   __syncthreads();  // the barriers exist
   TileCursor loader;  // warp 0's: the next tile to fill
   if (warp == 0) {
@@ -215,22 +227,34 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
       tma_prefetch_map(&maps.k_page);
       tma_prefetch_map(&maps.v_page);
     }
-    for (int k = 0; k < n_tiles && k < kStages - 1; ++k, loader.next(w))
+    for (int k = 0; k < n_tiles && k < kSt - 1; ++k, loader.next(w))
       fill(a, maps, w.first[loader.j], kvh, stage(k), &full[k], loader.k, lane);
   }
-  cp_async_wait<0>();
-  __syncthreads();         // every Q row is in shared memory
   uint32_t qf[D / 16][4];  // A fragments: (row g | g + 8) x (cols 2 t4 | 2 t4 + 8) of 16-col step
+  if constexpr (kSt == 3) {
+    cp_async_wait<0>();
+    __syncthreads();  // every Q row is in shared memory
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
+    for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      qf[kk][e] = *reinterpret_cast<const uint32_t*>(
-          q_tile + sw128_offset(16 * warp + g + 8 * (e % 2), kk * 16 + 2 * t4 + (e / 2) * 8, 64));
-  fence_proxy_async_smem();  // these reads before the TMA's writes of tile 2 there
-  __syncthreads();
-  if (warp == 0 && n_tiles > kStages - 1) {
-    fill(a, maps, w.first[loader.j], kvh, stage(kStages - 1), &full[kStages - 1], loader.k, lane);
+      for (int e = 0; e < 4; ++e)
+        qf[kk][e] = *reinterpret_cast<const uint32_t*>(
+            q_tile + sw128_offset(16 * warp + g + 8 * (e % 2), kk * 16 + 2 * t4 + (e / 2) * 8, 64));
+    fence_proxy_async_smem();  // these reads before the TMA's writes of tile 2 there
+    __syncthreads();
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      bool valid;
+      const T* row = q_src(16 * warp + g + 8 * (e % 2), 0, &valid);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        qf[kk][e] =
+            valid ? *reinterpret_cast<const uint32_t*>(row + kk * 16 + 2 * t4 + (e / 2) * 8) : 0u;
+    }
+  }
+  if (warp == 0 && n_tiles > kSt - 1) {
+    fill(a, maps, w.first[loader.j], kvh, stage(kSt - 1), &full[kSt - 1], loader.k, lane);
     loader.next(w);
   }
 
@@ -242,8 +266,8 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
                            w.packed ? (16 * warp + g + 8) / G : 0};
   TileCursor at;  // the tile computed
   for (int k = 0; k < n_tiles; ++k, at.next(w)) {
-    const int st = k % kStages;
-    mbarrier_wait_parity(&full[st], (k / kStages) & 1);
+    const int st = k % kSt;
+    mbarrier_wait_parity(&full[st], (k / kSt) & 1);
     const uint32_t k_addr = smem_addr(stage(st)), v_addr = k_addr + kTileBytes;
     float s[32];
     wgmma_fence();
@@ -282,7 +306,7 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     wgmma_wait<0>();
     wgmma_fence_operand(o);
     __syncthreads();  // no wgmma reads stage st any more
-    if (warp == 0 && k + kStages < n_tiles) {
+    if (warp == 0 && k + kSt < n_tiles) {
       fill(a, maps, w.first[loader.j], kvh, stage(st), &full[st], loader.k, lane);
       loader.next(w);
     }

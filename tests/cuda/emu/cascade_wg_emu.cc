@@ -32,9 +32,9 @@ using folio::CascadeOptions;
 using folio::CascadePlan;
 using folio::cuda::DType;
 
-template <typename T>
+template <typename T, int kSt>
 void kernel(Args a, Maps maps) {
-  partial_body<T>(a, maps, emu::smem());
+  partial_body<T, kSt>(a, maps, emu::smem());
 }
 
 struct Group {
@@ -52,7 +52,7 @@ struct Case {
 // Returns the worst relative error of one (row, head) output, INFINITY on a launch failure or a
 // non-finite output.
 template <typename T>
-double run(const Case& c, bool packed, std::mt19937& rng) {
+double run(const Case& c, bool packed, int stages, std::mt19937& rng) {
   const int H = c.heads, KV = c.kv_heads, G = H / KV, bs = c.block_size;
   std::uniform_real_distribution<float> u(-2.f, 2.f);
   std::uniform_int_distribution<int> own_len(1, 3 * 64 + 5);
@@ -134,7 +134,12 @@ double run(const Case& c, bool packed, std::mt19937& rng) {
       !encode_paged_cache_map(&maps.k_row, c.dt, kc.data(), KV, D, 1).ok() ||
       !encode_paged_cache_map(&maps.v_row, c.dt, vc.data(), KV, D, 1).ok())
     return INFINITY;
-  emu::launch(kernel<T>, dim3(static_cast<unsigned>(blocks), KV), kThreads, kSmemBytes, a, maps);
+  if (stages == 2)
+    emu::launch(kernel<T, 2>, dim3(static_cast<unsigned>(blocks), KV), kThreads, smem_bytes(2), a,
+                maps);
+  else
+    emu::launch(kernel<T, 3>, dim3(static_cast<unsigned>(blocks), KV), kThreads, smem_bytes(3), a,
+                maps);
 
   double worst = 0;
   for (int s = 0; s < n; ++s)
@@ -210,20 +215,21 @@ int main(int argc, char** argv) {
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
   std::mt19937 rng(7);
-  for (int pass = 0; pass < 4; ++pass) {
+  for (int pass = 0; pass < 8; ++pass) {
     emu::copy_policy = pass % 2 == 0 ? emu::CopyPolicy::kLazy : emu::CopyPolicy::kEager;
     emu::race_check = true;
-    const bool packed = pass < 2;
+    const bool packed = pass % 4 < 2;
+    const int stages = pass < 4 ? 3 : 2;
     for (size_t i = 0; i < cases.size(); ++i) {
       if (only >= 0 && static_cast<int>(i) != only) continue;
       const Case& c = cases[i];
-      const double err =
-          c.dt == bf ? run<__nv_bfloat16>(c, packed, rng) : run<__half>(c, packed, rng);
+      const double err = c.dt == bf ? run<__nv_bfloat16>(c, packed, stages, rng)
+                                    : run<__half>(c, packed, stages, rng);
       // P is rounded to 16 bits before P V: bf16 ~4e-3 relative per row, fp16 ~5e-4.
       const bool ok = err < (c.dt == bf ? 1e-2 : 2e-3);
       failures += !ok;
-      std::printf("%s %-5s %s case %zu %s h%d kv%d page %d: worst row error %.3g\n",
-                  ok ? "ok  " : "FAIL", pass % 2 == 0 ? "lazy" : "eager",
+      std::printf("%s %-5s %d stages %s case %zu %s h%d kv%d page %d: worst row error %.3g\n",
+                  ok ? "ok  " : "FAIL", pass % 2 == 0 ? "lazy" : "eager", stages,
                   packed ? "packed" : "alone ", i, c.dt == bf ? "bf16" : "fp16", c.heads,
                   c.kv_heads, c.block_size, err);
       std::fflush(stdout);
