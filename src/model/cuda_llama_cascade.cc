@@ -37,27 +37,24 @@ size_t align16(size_t n) {
 // tokens x 4 KiB x 32 layers at ~4 TB/s), about what giving up the step's CUDA graph may cost.
 constexpr int64_t kMinSavedTokens = 16384;
 
+// *value = the environment variable `name`, which must be `a` or `b` where set ("" if unset).
+Status env_one_of(const char* name, const char* a, const char* b, std::string* value) {
+  const char* e = std::getenv(name);
+  *value = e != nullptr ? e : "";
+  if (e == nullptr || *value == a || *value == b) return Status();
+  return invalid_argument(std::string(name) + "=" + *value + ": expected " + a + " or " + b);
+}
+
 }  // namespace
 
 Status CudaLlamaExecutor::Impl::read_cascade_env() {
-  if (const char* e = std::getenv("FOLIO_CASCADE_ATTENTION")) {
-    const std::string v = e;
-    if (v != "0" && v != "1")
-      return invalid_argument("FOLIO_CASCADE_ATTENTION=" + v + ": expected 0 or 1");
-    cascade_requested = v == "1";
-  }
-  if (const char* e = std::getenv("FOLIO_CASCADE_WIDE")) {
-    const std::string v = e;
-    if (v != "0" && v != "1")
-      return invalid_argument("FOLIO_CASCADE_WIDE=" + v + ": expected 0 or 1");
-    cascade_wide = v == "1";
-  }
-  if (const char* e = std::getenv("FOLIO_CASCADE_STAGES")) {
-    const std::string v = e;
-    if (v != "2" && v != "3")
-      return invalid_argument("FOLIO_CASCADE_STAGES=" + v + ": expected 2 or 3");
-    cascade_tuning.wgmma_stages = v == "2" ? 2 : 3;
-  }
+  std::string v;
+  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_ATTENTION", "0", "1", &v));
+  if (!v.empty()) cascade_requested = v == "1";
+  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_WIDE", "0", "1", &v));
+  if (!v.empty()) cascade_wide = v == "1";
+  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_STAGES", "2", "3", &v));
+  if (!v.empty()) cascade_tuning.wgmma_stages = v == "2" ? 2 : 3;
   if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
     char* end = nullptr;
     cascade_min_saving = std::strtod(m, &end);

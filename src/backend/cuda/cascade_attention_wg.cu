@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "backend/cuda/cascade_attention.h"
 #include "backend/cuda/cascade_attention_wg.cuh"
@@ -25,12 +26,6 @@ __global__ void __launch_bounds__(cascade_wide::kThreads, kSt == 2 ? 3 : 2)
   extern __shared__ __align__(128) unsigned char smem_raw[];
   cascade_wide::partial_body<T, kSt>(a, maps, smem_raw);
 #endif
-}
-
-int log2_exact(int v) {
-  int s = 0;
-  while ((1 << s) < v) ++s;
-  return s;
 }
 
 }  // namespace
@@ -86,7 +81,7 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   a.num_heads = p.num_heads;
   a.num_kv_heads = p.num_kv_heads;
   a.block_size = p.block_size;
-  a.block_shift = log2_exact(p.block_size);
+  a.block_shift = std::countr_zero(static_cast<unsigned>(p.block_size));  // a power of two
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.num_wide = num_wide;
   a.single_begin = single_begin;
