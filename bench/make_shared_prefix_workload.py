@@ -7,7 +7,9 @@ ignored). The lines are shuffled with SEED, as SGLang's bench_serving shuffles t
 requests arrive spread over the run. Usage:
   bench/make_shared_prefix_workload.py GROUPS PER_GROUP SYSTEM_LEN QUESTION_LEN OUTPUT_LEN SEED > FILE
 SGLang's defaults are 64 16 2048 128 256 (bench/workloads/shared_prefix_64x16.jsonl); one system
-prompt for every request is GROUPS = 1 (shared_prefix_1x1024.jsonl).
+prompt for every request is GROUPS = 1 (shared_prefix_1x1024.jsonl). SEED 0 keeps each group's
+requests adjacent, in group order, as the n samples of one prompt arrive together
+(shared_prefix_256x4_adjacent.jsonl: 256 prompts x 4, the cascade kernel's items of 4 rows).
 """
 import json
 import random
@@ -23,7 +25,8 @@ def main(argv):
     lines = [{"input_len": system_len + question_len, "output_len": output_len,
               "prefix_group": g, "prefix_len": system_len}
              for g in range(groups) for _ in range(per_group)]
-    random.Random(seed).shuffle(lines)
+    if seed != 0:
+        random.Random(seed).shuffle(lines)
     for line in lines:
         print(json.dumps(line))
 

@@ -14,6 +14,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --build "$BUILD" --target folio_base >/dev/null
 g++ -std=c++20 -O1 -w -I tests/cuda/emu -I tests/cuda/emu/shim -I src -I "$CUDA_INC" \
-  tests/cuda/emu/cascade_wg_emu.cc src/backend/cascade_plan.cc "$BUILD/src/base/libfolio_base.a" \
+  tests/cuda/emu/cascade_wg_emu.cc src/backend/cascade_plan.cc \
+  src/backend/cascade_packs.cc "$BUILD/src/base/libfolio_base.a" \
   -lpthread -o "$work/emu"
 "$work/emu" "$@"

@@ -13,7 +13,9 @@
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
 // the threshold (default 0.3; 0 takes every step whose rows share a segment, however little);
 // FOLIO_CASCADE_WIDE=0 keeps every item off the wgmma kernel (cascade_attention_wg.cuh: the
-// wide items of 64 query rows and the packed one-row items), for A/B runs;
+// wide items of 64 query rows and the packs of the others), for A/B runs;
+// FOLIO_CASCADE_PACKS=one-row packs only the one-row items there, leaving items of 2-8 rows to
+// the mma.sync kernel as before session 49 (=all, the default: every narrow item packed);
 // FOLIO_CASCADE_STAGES=2|3 sets CascadeTuning::wgmma_stages.
 // One GPU only for now (tensor parallel ranks keep the per-row kernel), a 16-bit cache and
 // head_dim 64/128 (cuda::cascade_supported). The kernels' figures are the measured ones (H200,
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "backend/cascade_plan.h"
 #include "model/cuda_llama_executor_impl.h"
@@ -53,6 +56,8 @@ Status CudaLlamaExecutor::Impl::read_cascade_env() {
   if (!v.empty()) cascade_requested = v == "1";
   FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_WIDE", "0", "1", &v));
   if (!v.empty()) cascade_wide = v == "1";
+  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_PACKS", "all", "one-row", &v));
+  if (!v.empty()) cascade_pack_one_row_only = v == "one-row";
   FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_STAGES", "2", "3", &v));
   if (!v.empty()) cascade_tuning.wgmma_stages = v == "2" ? 2 : 3;
   if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
@@ -82,12 +87,18 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
                                   plan.logical_tokens - plan.read_tokens >= kMinSavedTokens);
   if (plan.num_segments == 0 || !pays) return Status();
 
-  // One upload: [items | rows | row_slot_start | row_slots], each 16-byte aligned.
+  // The wgmma kernel's packs of the narrow items (none where it does not run: wide_min_rows 0).
+  std::vector<int32_t> packs;
+  if (cascade_options().wide_min_rows > 0)
+    packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
+                                      cascade_pack_one_row_only);
+  // One upload: [items | rows | row_slot_start | row_slots | pack_start], each 16-byte aligned.
   const size_t items_b = align16(plan.items.size() * sizeof(CascadeItem));
   const size_t rows_b = align16(plan.rows.size() * sizeof(int32_t));
   const size_t start_b = align16(plan.row_slot_start.size() * sizeof(int32_t));
-  const size_t slots_b = plan.row_slots.size() * sizeof(int32_t);
-  const size_t total = items_b + rows_b + start_b + slots_b;
+  const size_t slots_b = align16(plan.row_slots.size() * sizeof(int32_t));
+  const size_t packs_b = packs.size() * sizeof(int32_t);
+  const size_t total = items_b + rows_b + start_b + slots_b + packs_b;
   cuda::PinnedHostBuffer& staged = cascade_host[staging];
   FOLIO_RETURN_IF_ERROR(ensure_pinned(staged, total));
   FOLIO_RETURN_IF_ERROR(ensure_device(cascade_dev, staged.bytes()));
@@ -99,7 +110,9 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   std::memcpy(h + items_b, plan.rows.data(), plan.rows.size() * sizeof(int32_t));
   std::memcpy(h + items_b + rows_b, plan.row_slot_start.data(),
               plan.row_slot_start.size() * sizeof(int32_t));
-  std::memcpy(h + items_b + rows_b + start_b, plan.row_slots.data(), slots_b);
+  std::memcpy(h + items_b + rows_b + start_b, plan.row_slots.data(),
+              plan.row_slots.size() * sizeof(int32_t));
+  std::memcpy(h + items_b + rows_b + start_b + slots_b, packs.data(), packs_b);
   // The legacy stream orders this copy before the step's kernels; this staging buffer's last
   // user, two steps back, has finished (see Impl::staging).
   FOLIO_RETURN_IF_ERROR(cuda::copy_async(cascade_dev.data(), staged.data(), total, nullptr));
@@ -107,9 +120,10 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   cascade_plan.items = reinterpret_cast<const CascadeItem*>(d);
   cascade_plan.num_items = static_cast<int>(plan.items.size());
   cascade_plan.num_wide_items = plan.num_wide_items;
-  cascade_plan.num_single_row_items = plan.num_single_row_items;
-  cascade_plan.single_row_pack =
-      cuda::cascade_single_row_pack(plan, config.num_heads, config.num_kv_heads, info.num_sms);
+  cascade_plan.pack_begin = packs.empty() ? cascade_plan.num_items : packs.front();
+  cascade_plan.pack_start =
+      reinterpret_cast<const int32_t*>(d + items_b + rows_b + start_b + slots_b);
+  cascade_plan.num_packs = packs.empty() ? 0 : static_cast<int>(packs.size()) - 1;
   cascade_plan.rows = reinterpret_cast<const int32_t*>(d + items_b);
   cascade_plan.row_slot_start = reinterpret_cast<const int32_t*>(d + items_b + rows_b);
   cascade_plan.row_slots = reinterpret_cast<const int32_t*>(d + items_b + rows_b + start_b);

@@ -254,6 +254,7 @@ struct CudaLlamaExecutor::Impl {
   int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
   double cascade_min_saving = 0.3;  // the least share of the reads a plan must save
   bool cascade_wide = true;         // FOLIO_CASCADE_WIDE: wide items on the wgmma kernel
+  bool cascade_pack_one_row_only = false;  // FOLIO_CASCADE_PACKS=one-row
   cuda::CascadeTuning cascade_tuning;  // FOLIO_CASCADE_STAGES
   Status read_cascade_env();
   bool cascade_on = false;        // this step runs cascade_attention

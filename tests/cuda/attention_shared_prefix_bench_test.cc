@@ -6,8 +6,10 @@
 // context, so what a shared block costs depends on whether L2 serves the rows after the first.
 // This times one decode step of S rows of 2048 shared + 256 own tokens: every row's blocks its
 // own (the bytes really read), groups of 16 rows sharing a prefix (64 x 16's case) in a shuffled
-// order and contiguous, and all rows sharing one. bf16, head_dim 128, 32 q / 8 KV heads, page 16,
-// the eager planner's default plan, queued behind an L2 eviction (attention_bench_util.h).
+// order and contiguous, all rows sharing one, and groups of 4 (n = 4 samples of each prompt:
+// items of 4 rows, packed on the wgmma kernel since session 49). bf16, head_dim 128, 32 q / 8 KV
+// heads, page 16, the eager planner's default plan, queued behind an L2 eviction
+// (attention_bench_util.h).
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -134,10 +136,12 @@ TEST(AttentionBench, K1SharedPrefix) {
           [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr); }, evict_l2);
       ASSERT_TRUE(st.ok()) << st.to_string();
       std::printf(
-          "  cascade (the default: wide items alone and one-row items packed on wgmma, the rest "
-          "on mma.sync): %.1f us (%.2fx the default plan)\n",
+          "  cascade (the default: wide items alone, the others packed, on wgmma): %.1f us "
+          "(%.2fx the default plan)\n",
           dus, us / dus);
-      std::printf("  (one-row items packed %d to a block)\n", dev.view.single_row_pack);
+      std::printf("  (%d items packed, %s to a pack, in %d packs)\n",
+                  dev.view.num_items - dev.view.pack_begin, dev.pack_sizes().c_str(),
+                  dev.view.num_packs);
       {
         CascadeTuning t;
         t.wgmma_stages = 3;
@@ -149,25 +153,37 @@ TEST(AttentionBench, K1SharedPrefix) {
             "  cascade, wgmma 3 stages, 2 blocks per SM: %.1f us (%.2fx the default plan)\n", cus,
             us / cus);
       }
-      for (int pack : {0, 1, 2, 4, 8, 16}) {
-        CascadeTuning t;
-        t.single_row_pack = pack;
-        const double cus = median_us(
-            [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr, t); },
-            evict_l2);
+      {  // Before session 49: only the one-row items packed, items of 2-8 rows on mma.sync.
+        testing::CascadeDeviceCopy odev(cp, kHeads, kKvHeads, kDim, 0, true);
+        const double cus =
+            median_us([&] { st = cascade_attention(p, odev.view, odev.workspace.data(), nullptr); },
+                      evict_l2);
         ASSERT_TRUE(st.ok()) << st.to_string();
-        if (pack == 0)
-          std::printf("  cascade, one-row items on mma.sync: %.1f us (%.2fx the default plan)\n",
+        std::printf(
+            "  cascade, one-row items packed (%s to a pack), the rest on mma.sync: %.1f us (%.2fx "
+            "the default plan)\n",
+            odev.pack_sizes().c_str(), cus, us / cus);
+      }
+      for (int pack : {-1, 1, 2, 4, 8, 16}) {
+        testing::CascadeDeviceCopy pdev(cp, kHeads, kKvHeads, kDim, pack);
+        const double cus =
+            median_us([&] { st = cascade_attention(p, pdev.view, pdev.workspace.data(), nullptr); },
+                      evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        if (pack < 0)
+          std::printf("  cascade, narrow items on mma.sync: %.1f us (%.2fx the default plan)\n",
                       cus, us / cus);
         else
-          std::printf("  cascade, one-row items %d to a block: %.1f us (%.2fx the default plan)\n",
-                      pack, cus, us / cus);
+          std::printf(
+              "  cascade, narrow items at most %d to a pack (%s): %.1f us (%.2fx the default "
+              "plan)\n",
+              pack, pdev.pack_sizes().c_str(), cus, us / cus);
       }
       // Every item on the mma.sync kernel, in its load forms.
       CascadeOptions narrow = o;
       narrow.wide_min_rows = 0;
       testing::CascadeDeviceCopy ndev(plan_cascade(b.ctx, b.bts, b.bt, kPage, narrow), kHeads,
-                                      kKvHeads, kDim);
+                                      kKvHeads, kDim, -1);
       for (CascadeTuning t : {CascadeTuning{}, CascadeTuning{CascadeLoad::kCpAsync, true},
                               CascadeTuning{CascadeLoad::kBulkRows, false}}) {
         const double cus = median_us(
@@ -220,6 +236,9 @@ TEST(AttentionBench, K1SharedPrefix) {
     std::shuffle(sixteen.begin(), sixteen.end(), rng);
     time_groups("groups of 16, shuffled", sixteen);
     time_groups("one shared prefix", std::vector<int>(static_cast<size_t>(rows), 0));
+    std::vector<int> four(static_cast<size_t>(rows));  // n = 4 samples of each prompt
+    for (int r = 0; r < rows; ++r) four[static_cast<size_t>(r)] = r / 4;
+    time_groups("groups of 4, contiguous", four);
   }
 }
 

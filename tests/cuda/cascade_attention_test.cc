@@ -92,29 +92,37 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
         const CascadePlan plan = plan_cascade(prob.context_lens, prob.block_table_start,
                                               prob.block_table, c.block_size, o);
         if (small) saving = plan.saving();
-        CascadeDeviceCopy dp(plan, c.heads, c.kv_heads, c.head_dim);
-        // On the wgmma kernel: one-row items packed as the plan chooses
-        // (cascade_single_row_pack), as many as fit a block, and 3 to a block.
-        std::vector<CascadeTuning> tunings(4);
-        tunings[1].single_row_pack = 64;
-        tunings[2].single_row_pack = 3;
-        tunings[3].single_row_pack = 3;  // and the 3-stage form (Q through shared memory)
-        tunings[3].wgmma_stages = 3;
+        // On the wgmma kernel: the narrow items packed as the engine packs them
+        // (cascade_wgmma_packs), as many as fit a block, 3 to a block (also in the 3-stage form:
+        // Q through shared memory), and only the one-row items packed (the others on mma.sync).
+        struct Form {
+          int max_pack_items;
+          bool one_row_only;
+          CascadeTuning tuning;
+        };
+        std::vector<Form> forms = {
+            {0, false, {}}, {64, false, {}}, {3, false, {}}, {3, false, {}}, {0, true, {}}};
+        forms[3].tuning.wgmma_stages = 3;
         if (wide_rows == 0)  // the mma.sync kernel's load forms on every item
-          tunings = {CascadeTuning{CascadeLoad::kBulkRows, true},
-                     CascadeTuning{CascadeLoad::kCpAsync, true},
-                     CascadeTuning{CascadeLoad::kBulkRows, false}};
-        for (CascadeTuning tuning : tunings) {
+          forms = {{-1, false, CascadeTuning{CascadeLoad::kBulkRows, true}},
+                   {-1, false, CascadeTuning{CascadeLoad::kCpAsync, true}},
+                   {-1, false, CascadeTuning{CascadeLoad::kBulkRows, false}}};
+        for (const Form& form : forms) {
+          CascadeDeviceCopy dp(plan, c.heads, c.kv_heads, c.head_dim, form.max_pack_items,
+                               form.one_row_only);
+          const CascadeTuning& tuning = form.tuning;
           std::string how = tuning.load == CascadeLoad::kCpAsync ? "cp.async"
                             : !tuning.split_keys                 ? "bulk rows, unsplit keys"
                                                                  : "bulk rows";
           if (wide_rows > 0)
-            how = "wgmma: items of " + std::to_string(wide_rows) + "+ rows (" +
-                  std::to_string(plan.num_wide_items) + " of " + std::to_string(plan.items.size()) +
-                  ") alone, " + std::to_string(plan.num_single_row_items) + " one-row packed " +
-                  (tuning.single_row_pack < 0 ? std::string("(auto)")
-                                              : std::to_string(tuning.single_row_pack)) +
-                  (tuning.wgmma_stages == 3 ? ", 3 stages" : "");
+            how =
+                "wgmma: items of " + std::to_string(wide_rows) + "+ rows (" +
+                std::to_string(plan.num_wide_items) + " of " + std::to_string(plan.items.size()) +
+                ") alone, " + std::to_string(plan.items.size() - dp.view.pack_begin) +
+                (form.one_row_only ? " one-row" : "") + " in packs of " + dp.pack_sizes() +
+                (form.max_pack_items > 0 ? " (at most " + std::to_string(form.max_pack_items) + ")"
+                                         : std::string(" (auto)")) +
+                (tuning.wgmma_stages == 3 ? ", 3 stages" : "");
           prob.dout.poison();
           const Status st =
               cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);
@@ -248,10 +256,11 @@ TEST(CascadeAttention, RefusesWhatItDoesNotSupport) {
   EXPECT_FALSE(cascade_wide_supported(p));
 }
 
-// cascade_single_row_pack on the bench's shapes (host only): rows of `own` tokens after a prefix
-// of `prefix` tokens shared by groups of `group` rows (0: none shared), page 16, 32 q / 8 kv
-// heads, on 132 SMs, with the engine's options.
-int pack_for(int rows, int group, int prefix, int own) {
+// cascade_wgmma_packs on the bench's shapes (host only): rows of `own` tokens after a prefix of
+// `prefix` tokens shared by groups of `group` rows (0: none shared), page 16, 32 q / 8 kv heads,
+// on 132 SMs, with the engine's options. Returns the items in the largest pack and checks that
+// the packs cover every item past the wide ones, each within 64 query rows.
+int largest_pack(int rows, int group, int prefix, int own) {
   constexpr int kPage = 16;
   std::vector<int32_t> ctx, bts{0}, table;
   int32_t next = 0;
@@ -276,20 +285,38 @@ int pack_for(int rows, int group, int prefix, int own) {
   o.max_rows_per_item = cascade_max_rows_per_item(32, 8);
   o.min_items = cascade_min_items(8, 132);
   o.wide_min_rows = cascade_wide_min_rows(p);
-  return cascade_single_row_pack(plan_cascade(ctx, bts, table, kPage, o), 32, 8, 132);
+  const CascadePlan plan = plan_cascade(ctx, bts, table, kPage, o);
+  const std::vector<int32_t> packs = cascade_wgmma_packs(plan, 32, 8, 132);
+  EXPECT_EQ(packs.front(), plan.num_wide_items);
+  EXPECT_EQ(packs.back(), static_cast<int32_t>(plan.items.size()));
+  int largest = 0;
+  for (size_t b = 0; b + 1 < packs.size(); ++b) {
+    int q_rows = 0;
+    for (int32_t i = packs[b]; i < packs[b + 1]; ++i) q_rows += 4 * plan.items[i].num_rows;
+    EXPECT_LE(q_rows, 64) << "pack " << b;
+    largest = std::max(largest, packs[b + 1] - packs[b]);
+  }
+  return largest;
 }
 
-TEST(CascadeAttention, SingleRowPackFollowsThePlan) {
+TEST(CascadeAttention, PacksFollowThePlan) {
   // Groups of 16 sharing 2048 tokens: packs as long as the 1024-token wide items (16 tiles) of
   // 256-token suffixes (4 tiles): 4, the H200 sweep's best at b32 and b256 (b1024: 8, 3% ahead).
-  EXPECT_EQ(pack_for(1024, 16, 2048, 256), 4);
-  EXPECT_EQ(pack_for(256, 16, 2048, 256), 4);
-  EXPECT_EQ(pack_for(32, 16, 2048, 256), 4);
-  // Own suffixes alone (no wide items): a wave of blocks, packs of at most 64 tiles.
-  EXPECT_EQ(pack_for(1024, 0, 0, 256), 16);  // the sweep's best
-  EXPECT_EQ(pack_for(256, 0, 0, 256), 7);    // 8 best, 4 within 5%
-  EXPECT_EQ(pack_for(32, 0, 0, 256), 1);     // 2 best (20 against 22 us)
-  EXPECT_EQ(pack_for(256, 0, 0, 2304), 5);   // items of 16 / 16 / 4 tiles: 4-8 best, 16 -23%
+  EXPECT_EQ(largest_pack(1024, 16, 2048, 256), 4);
+  EXPECT_EQ(largest_pack(256, 16, 2048, 256), 4);
+  EXPECT_EQ(largest_pack(32, 16, 2048, 256), 4);
+  // No wide items: packs of the longest item's tiles or kMinPackTiles (16), within a wave of
+  // blocks. Own suffixes alone (not a plan the engine runs: nothing shared) four to a block;
+  // few rows: the wave rule (b32: 3 tiles, each alone); rows that share nothing (16 / 16 / 4
+  // tiles) each alone, the fastest in session 49's sweep.
+  EXPECT_EQ(largest_pack(1024, 0, 0, 256), 4);
+  EXPECT_EQ(largest_pack(256, 0, 0, 256), 4);
+  EXPECT_EQ(largest_pack(32, 0, 0, 256), 1);
+  EXPECT_EQ(largest_pack(256, 0, 0, 2304), 1);
+  // Groups of 4 (n = 4 samples of a prompt): the 4-row prefix items (16 query rows, 16 tiles)
+  // alone, the suffixes 4 to a block.
+  EXPECT_EQ(largest_pack(1024, 4, 2048, 256), 4);
+  EXPECT_EQ(largest_pack(256, 4, 2048, 256), 4);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // Device copies of a CascadePlan for the cascade kernel's tests and benchmarks.
 #pragma once
 
+#include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "attention_test_util.h"
 #include "backend/cascade_plan.h"
@@ -10,12 +13,17 @@
 
 namespace folio::cuda::testing {
 
-// The plan's arrays uploaded one buffer each, the partials' workspace, and the view the kernel
+// The plan's arrays uploaded one buffer each, the wgmma kernel's packs (cascade_wgmma_packs:
+// as the engine forms them by default; max_pack_items > 0: at most that many items to a pack;
+// -1: none, every item past the wide ones on the mma.sync kernel; one_row_only: only the one-row
+// items packed), the partials' workspace, and the view the kernel
 // takes. The engine packs the same arrays into one upload (model/cuda_llama_cascade.cc).
 struct CascadeDeviceCopy {
-  DeviceBuffer items, rows, row_slot_start, row_slots, workspace;
+  DeviceBuffer items, rows, row_slot_start, row_slots, pack_start, workspace;
+  std::vector<int32_t> packs;  // the host copy of pack_start
   CascadeDevicePlan view;
-  CascadeDeviceCopy(const CascadePlan& plan, int num_heads, int num_kv_heads, int head_dim) {
+  CascadeDeviceCopy(const CascadePlan& plan, int num_heads, int num_kv_heads, int head_dim,
+                    int max_pack_items = 0, bool one_row_only = false) {
     items = upload_raw(plan.items);
     rows = upload_raw(plan.rows);
     row_slot_start = upload_raw(plan.row_slot_start);
@@ -26,13 +34,29 @@ struct CascadeDeviceCopy {
     view.items = static_cast<const CascadeItem*>(items.data());
     view.num_items = static_cast<int>(plan.items.size());
     view.num_wide_items = plan.num_wide_items;
-    view.num_single_row_items = plan.num_single_row_items;
-    view.single_row_pack =
-        cascade_single_row_pack(plan, num_heads, num_kv_heads, current_device_num_sms());
+    view.pack_begin = view.num_items;
+    if (max_pack_items >= 0) {
+      packs = cascade_wgmma_packs(plan, num_heads, num_kv_heads, current_device_num_sms(),
+                                  max_pack_items, one_row_only);
+      pack_start = upload_raw(packs);
+      view.pack_begin = packs.front();
+      view.pack_start = pack_start.as<int32_t>();
+      view.num_packs = static_cast<int>(packs.size()) - 1;
+    }
     view.rows = rows.as<int32_t>();
     view.row_slot_start = row_slot_start.as<int32_t>();
     view.row_slots = row_slots.as<int32_t>();
     view.num_slots = plan.num_slots;
+  }
+  // Items to a pack, as "N" or "N-M" (the packs' sizes).
+  std::string pack_sizes() const {
+    int lo = 1 << 30, hi = 0;
+    for (size_t b = 0; b + 1 < packs.size(); ++b) {
+      lo = std::min(lo, packs[b + 1] - packs[b]);
+      hi = std::max(hi, packs[b + 1] - packs[b]);
+    }
+    if (hi == 0) return "none";
+    return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
   }
 };
 

@@ -121,11 +121,10 @@ TEST(CudaCascade, SharedPrefixesMatchTheCpuAsThePerRowKernelDoes) {
 TEST(CudaCascade, RejectsAMalformedSettingAtLoad) {
   FOLIO_REQUIRE_GPU();
   const std::vector<std::pair<const char*, const char*>> bad = {
-      {"FOLIO_CASCADE_ATTENTION", "yes"},
-      {"FOLIO_CASCADE_WIDE", "2"},
-      {"FOLIO_CASCADE_STAGES", "4"},
-      {"FOLIO_CASCADE_MIN_SAVING", "1.5"},
-      {"FOLIO_CASCADE_MIN_SAVING", "0.3x"}};
+      {"FOLIO_CASCADE_ATTENTION", "yes"},  {"FOLIO_CASCADE_WIDE", "2"},
+      {"FOLIO_CASCADE_STAGES", "4"},       {"FOLIO_CASCADE_PACKS", "some"},
+      {"FOLIO_CASCADE_MIN_SAVING", "1.5"}, {"FOLIO_CASCADE_MIN_SAVING", "0.3x"},
+  };
   for (const auto& [var, value] : bad) {
     setenv(var, value, 1);
     EngineConfig c;

@@ -227,27 +227,24 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   a.scale_log2 = p.scale * kLog2e;
   a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
   a.split_keys = tuning.split_keys;
-  // The plan's wide items (first) and one-row items (last) on the wgmma kernel where it runs,
-  // the others (and all where it does not) on the mma.sync kernel.
+  // The plan's wide items and its packs on the wgmma kernel where it runs, the others (and all
+  // where it does not) on the mma.sync kernel.
   const bool wg = cascade_wide_supported(p);
   const int wide = wg ? std::clamp(plan.num_wide_items, 0, plan.num_items) : 0;
-  const int single = wg && tuning.single_row_pack != 0
-                         ? std::clamp(plan.num_single_row_items, 0, plan.num_items - wide)
-                         : 0;
-  const int middle_end = plan.num_items - single;
-  if (wide + single > 0) {
-    const int pack = tuning.single_row_pack > 0 ? tuning.single_row_pack : plan.single_row_pack;
-    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(p, plan.items, wide, middle_end, single, pack,
-                                                      plan.rows, a.part_o, a.part_ml,
-                                                      tuning.wgmma_stages, stream));
+  const bool packs = wg && tuning.wgmma_packs && plan.num_packs > 0 && plan.pack_start != nullptr;
+  const int mma_end = packs ? std::clamp(plan.pack_begin, wide, plan.num_items) : plan.num_items;
+  if (wide > 0 || packs) {
+    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(
+        p, plan.items, wide, packs ? plan.pack_start : nullptr, packs ? plan.num_packs : 0,
+        plan.rows, a.part_o, a.part_ml, tuning.wgmma_stages, stream));
   }
-  if (wide < middle_end) {
+  if (wide < mma_end) {
     a.items = plan.items + wide;
     const size_t smem = Smem<D>::kBytes;
     FOLIO_RETURN_IF_ERROR(
         opt_in_dynamic_smem(reinterpret_cast<const void*>(&cascade_partial_kernel<T, D>), smem));
     cascade_partial_kernel<T, D>
-        <<<dim3(static_cast<unsigned>(middle_end - wide), static_cast<unsigned>(p.num_kv_heads)),
+        <<<dim3(static_cast<unsigned>(mma_end - wide), static_cast<unsigned>(p.num_kv_heads)),
            kThreads, smem, stream>>>(a);
     FOLIO_RETURN_IF_ERROR(launch_status("cascade_partial_kernel"));
   }

@@ -1,17 +1,17 @@
 // Cascade (shared-prefix) decode attention on the GPU: the kernels for a CascadePlan
 // (backend/cascade_plan.h says what the plan is and why).
 //
-// Kernel 1 (partials): one thread block per (plan item, kv head). Items of more than 32 query
-// rows (a shared prefix's, 64 at GQA 4), the plan's first num_wide_items, run on the wide kernel
-// (cascade_attention_wg.cuh: one warpgroup, wgmma, TMA page boxes) where it supports the
-// geometry, and so do the plan's one-row items (its last num_single_row_items: the rows' own
-// suffixes), several (cascade_single_row_pack) packed into one block; the others, and all where the
-// wide kernel does not run, on the mma.sync kernel described here. Its query rows are the item's
-// rows x the q heads of that kv head (at most 64: 16 per warp, 4 warps), its keys the item's token
-// range, read once through the item's block table in tiles of 64 tokens (three stages, one bulk
-// copy per K/V row by default: CascadeLoad); q·K^T and P·V run on tensor cores (mma.m16n8k16),
-// softmax online in the exp2 domain. An item of at most 16 (32) query rows splits each tile's keys
-// over 4 (2) warps, which combine at the end (CascadeTuning::split_keys). Each query row writes its
+// Kernel 1 (partials): one thread block per (plan item or pack of items, kv head). Items of more
+// than 32 query rows (a shared prefix's, 64 at GQA 4), the plan's first num_wide_items, run on
+// the wgmma kernel (cascade_attention_wg.cuh: one warpgroup, wgmma, TMA page boxes) where it
+// supports the geometry, and so do the others, several packed into one block
+// (cascade_wgmma_packs); where it does not run, every item goes to the mma.sync kernel described
+// here. Its query rows are the item's rows x the q heads of that kv head (at most 64: 16 per
+// warp, 4 warps), its keys the item's token range, read once through the item's block table in
+// tiles of 64 tokens (three stages, one bulk copy per K/V row by default: CascadeLoad); q·K^T and
+// P·V run on tensor cores (mma.m16n8k16), softmax online in the exp2 domain. An item of at most
+// 16 (32) query rows splits each tile's keys over 4 (2) warps, which combine at the end
+// (CascadeTuning::split_keys). Each query row writes its
 // partial (running max, sum, unnormalised accumulator, fp32) into its slot.
 //
 // Measured on the H200 (session 46, AttentionBench.K1SharedPrefix, 1024 rows of 2048 shared +
@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backend/cascade_plan.h"
 #include "backend/cuda/attention_params.h"
@@ -44,12 +45,15 @@ namespace folio::cuda {
 struct CascadeDevicePlan {
   const CascadeItem* items = nullptr;
   int num_items = 0;
-  // CascadePlan::num_wide_items and num_single_row_items: items [0, num_wide_items) and the
-  // last num_single_row_items go to the wgmma kernel (cascade_attention_wg.cuh) where
-  // cascade_wide_supported, the rest to the mma.sync kernel.
+  // Where cascade_wide_supported, items [0, num_wide_items) (CascadePlan::num_wide_items) go to
+  // the wgmma kernel (cascade_attention_wg.cuh) one to a block, and so do items [pack_begin,
+  // num_items) in packs (cascade_wgmma_packs): pack b is items [pack_start[b], pack_start[b +
+  // 1]) (device array of num_packs + 1, pack_start[0] == pack_begin); the items in between, and
+  // all where the wgmma kernel does not run, go to the mma.sync kernel.
   int num_wide_items = 0;
-  int num_single_row_items = 0;
-  int single_row_pack = 1;                  // cascade_single_row_pack of the host plan
+  int pack_begin = 0;
+  const int32_t* pack_start = nullptr;
+  int num_packs = 0;
   const int32_t* rows = nullptr;            // CascadePlan::rows
   const int32_t* row_slot_start = nullptr;  // [num_seqs + 1]
   const int32_t* row_slots = nullptr;
@@ -69,9 +73,9 @@ struct CascadeTuning {
   // Items of at most 16 (32) query rows split each tile's keys over 4 (2) warps; else one warp
   // per 16 rows, the others idle.
   bool split_keys = true;
-  // The plan's one-row items on the wgmma kernel (where it runs), this many per block (1 ..
-  // 64 / G; -1: the device plan's single_row_pack), or 0: one per block on the mma.sync kernel.
-  int single_row_pack = -1;
+  // The device plan's packs on the wgmma kernel (where it runs); false: every item past the wide
+  // ones on the mma.sync kernel.
+  bool wgmma_packs = true;
   // The wgmma kernel's K/V stages: 2 (Q's fragments straight from global memory; 64 KB, three
   // blocks per SM) or 3 (Q borrows the third on its way to registers; 96 KB, two blocks per SM).
   // H200, session 47: 2 stages at b1024 groups of 16 467-469 against 529-531 us, one prefix 394
@@ -81,15 +85,20 @@ struct CascadeTuning {
   int wgmma_stages = 2;
 };
 
-// One-row items per block on the wgmma kernel (cascade_attention_wg.cuh) for this plan: where it
-// has wide items, as many as make a pack's tiles about the longest wide item's (blocks of equal
-// length); else as many as still leave a wave of blocks (two per SM over the kv heads) in packs
-// of at most 64 tiles; at most 64 / G, at least 1. Packing pays where the items are many (H200, own
-// suffixes of 256 tokens at b1024: 320 us 16 to a block against 404 alone) and costs where the
-// blocks get fewer or longer than the rest (b32: 135 against 57 us at 16; 4, as long as the
-// prefix's items, 42 us). The H200's bench (session 47): groups of 16 at b32 / b256 / b1024 best at
-// 4 / 4 / 8 (4: 528 against 513 us); own suffixes alone at b32 / b256 / b1024 at 2 / 8 / 16.
-int cascade_single_row_pack(const CascadePlan& plan, int num_heads, int num_kv_heads, int num_sms);
+// The packs (backend/cascade_packs.h) the wgmma kernel takes: pack_start, [num_packs + 1] item
+// indices, for CascadeDevicePlan. They cover every item past the wide ones (one_row_only: only
+// the one-row items, the plan's last num_single_row_items, the others left to the mma.sync
+// kernel, as before session 49), in packs of at most 64 query rows and, with max_items 0, as
+// many tiles as cascade_pack_target_tiles allows (as long as the longest wide item, or a wave of
+// blocks), else at most max_items items (the benchmarks' sweep).
+//
+// Before session 49 only one-row items were packed, a fixed number to a block. The H200's sweep
+// then (session 47): own suffixes of 256 tokens at b1024 320 us 16 to a block against 404 alone;
+// b32 135 against 57 us at 16, 42 at 4 (as long as the prefix's items); groups of 16 at b32 /
+// b256 / b1024 best at 4 / 4 / 8 (4: 528 against 513 us); own suffixes alone at b32 / b256 /
+// b1024 at 2 / 8 / 16.
+std::vector<int32_t> cascade_wgmma_packs(const CascadePlan& plan, int num_heads, int num_kv_heads,
+                                         int num_sms, int max_items = 0, bool one_row_only = false);
 
 // Whether the kernels take this call's geometry: a 16-bit cache, head_dim 64 or 128, at most 64
 // q heads per kv head.

@@ -1,11 +1,13 @@
-// The wide-item partial kernel of cascade attention (device code: cascade_attention_wg.cuh) and
-// its launch.
+// The wgmma partial kernel of cascade attention (device code: cascade_attention_wg.cuh), its
+// launch, and the packs it takes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <bit>
+#include <vector>
 
+#include "backend/cascade_packs.h"
 #include "backend/cuda/cascade_attention.h"
 #include "backend/cuda/cascade_attention_wg.cuh"
 #include "backend/cuda/cascade_attention_wg.h"
@@ -43,32 +45,25 @@ int cascade_wide_min_rows(const PagedAttentionParams& p) {
   return 32 / (p.num_heads / p.num_kv_heads) + 1;
 }
 
-int cascade_single_row_pack(const CascadePlan& plan, int num_heads, int num_kv_heads, int num_sms) {
-  const int kv = std::max(1, num_kv_heads);
-  const int max_pack = 64 / std::max(1, num_heads / kv);
-  const int n = plan.num_single_row_items, items = static_cast<int>(plan.items.size());
-  if (n <= 0 || n > items) return 1;
-  auto tiles = [](const CascadeItem& it) {
-    return (it.tok_end - it.tok_begin + cascade_wide::kTileTokens - 1) / cascade_wide::kTileTokens;
-  };
-  int64_t wide_tiles = 0, single_tiles = 0;
-  for (int i = 0; i < plan.num_wide_items && i < items; ++i)
-    wide_tiles = std::max<int64_t>(wide_tiles, tiles(plan.items[i]));
-  for (int i = items - n; i < items; ++i) single_tiles += tiles(plan.items[i]);
-  // No wide items: enough blocks for a wave, and packs of at most kMaxPackTiles tiles (no
-  // sharing at b256 x 2304, items of 16 / 16 / 4 tiles: 16 to a block 835 us, 8 677, 4 682).
-  constexpr int64_t kMaxPackTiles = 64;
-  const int64_t pack = wide_tiles > 0
-                           ? wide_tiles * n / std::max<int64_t>(1, single_tiles)
-                           : std::min(int64_t{n} * kv / (2 * std::max(1, num_sms)),
-                                      kMaxPackTiles * n / std::max<int64_t>(1, single_tiles));
-  return static_cast<int>(std::clamp<int64_t>(pack, 1, max_pack));
+std::vector<int32_t> cascade_wgmma_packs(const CascadePlan& plan, int num_heads, int num_kv_heads,
+                                         int num_sms, int max_items, bool one_row_only) {
+  const int n = static_cast<int>(plan.items.size());
+  const int wide = std::clamp(plan.num_wide_items, 0, n);
+  const int begin = one_row_only ? std::max(wide, n - plan.num_single_row_items) : wide;
+  CascadePackOptions o;
+  o.q_per_kv = std::max(1, num_heads / std::max(1, num_kv_heads));
+  o.max_query_rows = 64;
+  o.tile_tokens = cascade_wide::kTileTokens;
+  o.max_items = std::max(0, max_items);
+  if (o.max_items == 0)
+    o.target_tiles = cascade_pack_target_tiles(plan, begin, o.tile_tokens, num_kv_heads, num_sms);
+  return pack_cascade_items(plan, begin, o);
 }
 
 namespace cascade_detail {
 
 Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_wide,
-                   int single_begin, int num_single, int pack, const int32_t* rows, float* part_o,
+                   const int32_t* pack_start, int num_packs, const int32_t* rows, float* part_o,
                    float* part_ml, int stages, cudaStream_t stream) {
   cascade_wide::Args a;
   a.q = p.q;
@@ -83,11 +78,9 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   a.block_size = p.block_size;
   a.block_shift = std::countr_zero(static_cast<unsigned>(p.block_size));  // a power of two
   a.scale_log2 = p.scale * 1.4426950408889634f;
+  a.pack_start = pack_start;
   a.num_wide = num_wide;
-  a.single_begin = single_begin;
-  a.num_single = num_single;
-  a.pack = std::clamp(pack, 1, 64 / (p.num_heads / p.num_kv_heads));
-  a.num_packs = (num_single + a.pack - 1) / a.pack;
+  a.num_packs = pack_start != nullptr ? num_packs : 0;
   const int blocks = num_wide + a.num_packs;
   if (blocks == 0) return Status();
   cascade_wide::Maps maps;

@@ -1,4 +1,4 @@
-// Cascade decode attention, the partial kernel for wide and for packed one-row items
+// Cascade decode attention, the partial kernel for wide items and for packs of narrow ones
 // (cascade_attention_wg.cu launches it; cascade_attention.h has the contract): one warpgroup per
 // (work, kv head) computes S = Q K^T and O += P V by wgmma, with K/V tiles filled by TMA through
 // each item's block table. Device code only, included by cascade_attention_wg.cu and by the host
@@ -12,13 +12,12 @@
 //
 // A block's work (block_work) is one of:
 //   - a wide item: every query row (item row m / G, q head kvh G + m % G) reads every tile;
-//   - up to 64 / G one-row items (a step's own suffixes; how many: cascade_single_row_pack),
-//   packed: item j owns query rows
-//     [G j, G j + G) and the block walks the items' tiles one after another, each tile read only
-//     by its item's rows (the others' scores masked). The tensor cores do 64 / G times the
-//     useful work, which they have to spare at a tile's 32 KB; what the packing buys is one
-//     pipeline over several items' tiles instead of a block (Q load, pipeline fill, epilogue)
-//     per 256-token suffix.
+//   - a pack of narrow items (backend/cascade_packs.h: a few rows sharing a prompt, each row's
+//     own suffix): item j owns the G num_rows query rows after item j - 1's, and the block walks
+//     the items' tiles one after another, each tile read only by its item's rows (the others'
+//     scores masked). The tensor cores do up to 64 / G times the useful work, which they have
+//     to spare at a tile's 32 KB; what the packing buys is one pipeline over several items'
+//     tiles instead of a block (Q load, pipeline fill, epilogue) per 256-token suffix.
 //
 // Geometry: head_dim 128, block_size a power of two in [8, 64] (a tile's pages are whole boxes on
 // 1024-byte boundaries; every item starts on a block boundary, cascade_plan.h). Rows past the
@@ -75,10 +74,11 @@ struct Args {
   float* part_ml;  // [num_slots][num_heads][2]
   int num_heads, num_kv_heads, block_size, block_shift;
   float scale_log2;
-  // Blocks [0, num_packs) take `pack` (1 .. 64 / G) one-row items each from
-  // items[single_begin, single_begin + num_single); the next ones items[0, num_wide) alone.
-  // (Packs first: they are the longer blocks where the launch packs several items.)
-  int num_wide, single_begin, num_single, pack, num_packs;
+  // Blocks [0, num_packs) take pack b's items, items[pack_start[b], pack_start[b + 1])
+  // (cascade_packs.h: their query rows fit the block's 64); the next ones items[0, num_wide)
+  // alone. (Packs first: they are the longer blocks where several items go to one.)
+  const int32_t* pack_start;  // [num_packs + 1]
+  int num_wide, num_packs;
 };
 
 // Page boxes (block_size slots) and one-slot boxes of K and V (tensor_map.h).
@@ -86,19 +86,19 @@ struct Maps {
   CUtensorMap k_page, v_page, k_row, v_row;
 };
 
-// A block's work: `count` items from `first`; packed: one-row items, query rows [G j, G j + G)
-// item j's, else one item whose rows all read every tile.
+// A block's work: `count` items from `first`, item j's query rows following item j - 1's (G per
+// item row: item row i, q head kvh G + m % G is query row m = (the item's first) + G i + m % G).
+// A wide item alone is the case count 1.
 struct Work {
   const CascadeItem* first;
   int count;
-  bool packed;
 };
 
 __device__ __forceinline__ Work block_work(const Args& a) {
   const int b = blockIdx.x;
-  if (b >= a.num_packs) return {a.items + (b - a.num_packs), 1, false};
-  const int i0 = b * a.pack;
-  return {a.items + a.single_begin + i0, min(a.pack, a.num_single - i0), true};
+  if (b >= a.num_packs) return {a.items + (b - a.num_packs), 1};
+  const int i0 = a.pack_start[b];
+  return {a.items + i0, a.pack_start[b + 1] - i0};
 }
 
 __device__ __forceinline__ int tiles_of(const CascadeItem& it) {
@@ -173,11 +173,23 @@ __device__ __forceinline__ void online_softmax(float (&s)[32], int t0, int tok_e
   for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * corr[h] + sum[h];
 }
 
-// Query row m of the block (m < 64): its item j and row i within the item; false past the work.
+// Query row m of the block (m < 64): its item j and row i within the item; false past the work's
+// rows (then j is -1). A walk over the pack's items: a few (at most 64 / G) small reads, L1-hot.
 __device__ __forceinline__ bool query_row(const Work& w, int m, int G, int* j, int* i) {
-  *j = w.packed ? m / G : 0;
-  *i = w.packed ? 0 : m / G;
-  return *j < w.count && *i < w.first[*j].num_rows;
+  int first_row = 0;  // of item j, in units of G query rows
+  const int r = m / G;
+  for (int k = 0; k < w.count; ++k) {
+    const int n = w.first[k].num_rows;
+    if (r < first_row + n) {
+      *j = k;
+      *i = r - first_row;
+      return true;
+    }
+    first_row += n;
+  }
+  *j = -1;
+  *i = 0;
+  return false;
 }
 
 // One block (blockIdx.x: Args' work, blockIdx.y: kv head). smem_raw: smem_bytes(kSt) of dynamic
@@ -262,8 +274,12 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-  const int row_item[2] = {w.packed ? (16 * warp + g) / G : 0,
-                           w.packed ? (16 * warp + g + 8) / G : 0};
+  int row_item[2];  // the item of this thread's row halves (-1: past the work's rows)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    int i;
+    query_row(w, 16 * warp + g + 8 * h, G, &row_item[h], &i);
+  }
   TileCursor at;  // the tile computed
   for (int k = 0; k < n_tiles; ++k, at.next(w)) {
     const int st = k % kSt;

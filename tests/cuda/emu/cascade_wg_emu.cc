@@ -5,14 +5,17 @@
 // and 8 rows per item), pages of 8, 16, 32 and 64, groups sharing prefixes of several tiles,
 // nested prefixes, loners, own suffixes of 1 token to a few tiles, items shorter than one tile, a
 // prefix of 10 tiles (the 3-stage ring wraps), cut pages at tok_end, and the pool's slots past
-// each row's end holding NaN. Each case runs with the one-row items packed several to a block
-// (2 to 64 / G: each item owns G query rows, and a tile is read by its item's rows only) and with
+// each row's end holding NaN. Each case runs with the engine's split (items of more than 32 query
+// rows alone) and the narrow items packed several to a block (backend/cascade_packs.h, at most
+// Case::pack items: each item owns G x its rows query rows, a tile is read by its item's rows
+// only; groups of 2-8 rows give packs of items of several rows beside one-row ones) and with
 // every item alone in its block; each twice: TMA copies landing as late as the protocol allows
 // (lazy), then at issue (eager), under the happens-before race
 // check. What it cannot check: PTX syntax, the memory model beyond that, timing. Built and run
 // by scripts/emu-cascade-wg.sh; exits non-zero on any miss.
 // clang-format off
 #include "simt_emu.h"  // first: the kernel's headers use its shims
+#include "backend/cascade_packs.h"
 #include "backend/cuda/cascade_attention_wg.cuh"
 #include "backend/cuda/tensor_map.h"
 // clang-format on
@@ -46,7 +49,7 @@ struct Case {
   int heads, kv_heads, block_size;
   std::vector<Group> groups;
   int max_tokens_per_item;  // the plan's; small values give items shorter than a tile
-  int pack;                 // one-row items per block where packed (at most 64 / G)
+  int pack;                 // at most this many items to a pack where packed
 };
 
 // Returns the worst relative error of one (row, head) output, INFINITY on a launch failure or a
@@ -100,9 +103,9 @@ double run(const Case& c, bool packed, int stages, std::mt19937& rng) {
   o.max_rows_per_item = 64 / G;
   o.max_tokens_per_item = c.max_tokens_per_item;
   o.min_shared_tokens = bs;
-  // Packed: items of 2+ rows one per block, one-row items 64 / G per block; else every item
-  // alone.
-  o.wide_min_rows = packed ? 2 : 1;
+  // Packed: items of more than 32 query rows one per block (the engine's cascade_wide_min_rows),
+  // the others in packs; else every item alone.
+  o.wide_min_rows = packed ? 32 / G + 1 : 1;
   const CascadePlan plan = folio::plan_cascade(ctx, bts, table, bs, o);
   std::vector<float> part_o(static_cast<size_t>(plan.num_slots) * H * D, NAN);
   std::vector<float> part_ml(static_cast<size_t>(plan.num_slots) * H * 2, NAN);
@@ -120,12 +123,17 @@ double run(const Case& c, bool packed, int stages, std::mt19937& rng) {
   a.block_shift = __builtin_ctz(static_cast<unsigned>(bs));
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   a.scale_log2 = scale * 1.4426950408889634f;
+  folio::CascadePackOptions po;
+  po.q_per_kv = G;
+  po.tile_tokens = kTileTokens;
+  po.max_items = c.pack;
+  const std::vector<int32_t> packs = folio::pack_cascade_items(plan, plan.num_wide_items, po);
+  a.pack_start = packs.data();
   a.num_wide = plan.num_wide_items;
-  a.num_single = plan.num_single_row_items;
-  a.single_begin = static_cast<int>(plan.items.size()) - a.num_single;
-  a.pack = packed ? c.pack : 1;
-  a.num_packs = (a.num_single + a.pack - 1) / a.pack;
-  if (a.single_begin != a.num_wide) return INFINITY;  // the kernel takes no middle items
+  a.num_packs = static_cast<int>(packs.size()) - 1;
+  int multi_row_packed = 0;  // packed items of several rows
+  for (size_t i = plan.num_wide_items; i < plan.items.size(); ++i)
+    multi_row_packed += plan.items[i].num_rows > 1;
   const int blocks = a.num_wide + a.num_packs;
   Maps maps;
   using folio::cuda::encode_paged_cache_map;
@@ -193,9 +201,12 @@ double run(const Case& c, bool packed, int stages, std::mt19937& rng) {
       }
       worst = std::max(worst, std::sqrt(num / rden));
     }
-  std::printf("  %zu items (%d segments, %d one-row), %d blocks, %d rows, contexts %d..%d\n",
-              plan.items.size(), plan.num_segments, plan.num_single_row_items, blocks, n,
-              *std::min_element(ctx.begin(), ctx.end()), *std::max_element(ctx.begin(), ctx.end()));
+  std::printf(
+      "  %zu items (%d segments, %d alone, %d one-row and %d of more rows in %d packs), %d "
+      "blocks, %d rows, contexts %d..%d\n",
+      plan.items.size(), plan.num_segments, plan.num_wide_items, plan.num_single_row_items,
+      multi_row_packed, a.num_packs, blocks, n, *std::min_element(ctx.begin(), ctx.end()),
+      *std::max_element(ctx.begin(), ctx.end()));
   return worst;
 }
 
