@@ -17,8 +17,13 @@
 // FOLIO_CASCADE_PACKS=one-row packs only the one-row items there, leaving items of 2-8 rows to
 // the mma.sync kernel as before session 49 (=all, the default: every narrow item packed);
 // FOLIO_CASCADE_STAGES=2|3 sets CascadeTuning::wgmma_stages.
-// One GPU only for now (tensor parallel ranks keep the per-row kernel), a 16-bit cache and
-// head_dim 64/128 (cuda::cascade_supported). The kernels' figures are the measured ones (H200,
+// Under tensor parallelism every rank plans the same step from the same batch (the plan reads
+// only the block tables, which are the same on every rank) and runs it on its own heads (config
+// is the rank's: num_heads / world, num_kv_heads / world), so the ranks take the same path and
+// their collectives stay in step. That has not run on 2 GPUs yet (session 49 got none; the test
+// is CudaCascade.TensorParallelMatchesTheCpuAsThePerRowKernelDoes), so under TP cascade is
+// opt-in: FOLIO_CASCADE_ATTENTION=1 turns it on, unset leaves the per-row kernel. A 16-bit cache
+// and head_dim 64/128 (cuda::cascade_supported). The kernels' figures are the measured ones (H200,
 // session 47, wgmma for wide items and packed own suffixes, two stages): 3.5-4.4x the per-row
 // kernel at 1024 rows, 3.6-4.3x at 256, 1.9x at 32 (a 2048-token prefix shared by 16 or all).
 #include <cstdlib>
@@ -53,7 +58,8 @@ Status env_one_of(const char* name, const char* a, const char* b, std::string* v
 Status CudaLlamaExecutor::Impl::read_cascade_env() {
   std::string v;
   FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_ATTENTION", "0", "1", &v));
-  if (!v.empty()) cascade_requested = v == "1";
+  // Unset: on for one GPU, off under tensor parallelism (not yet run on 2 GPUs, see above).
+  cascade_requested = v.empty() ? shard.world == 1 : v == "1";
   FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_WIDE", "0", "1", &v));
   if (!v.empty()) cascade_wide = v == "1";
   FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_PACKS", "all", "one-row", &v));
@@ -72,8 +78,7 @@ Status CudaLlamaExecutor::Impl::read_cascade_env() {
 
 Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (cascade_mode < 0) {  // the first decode step: the geometry is known by now
-    cascade_mode =
-        cascade_requested && shard.world == 1 && cuda::cascade_supported(cascade_geometry());
+    cascade_mode = cascade_requested && cuda::cascade_supported(cascade_geometry());
   }
   cascade_on = false;
   if (cascade_mode != 1 || b.num_seqs() < 2) return Status();

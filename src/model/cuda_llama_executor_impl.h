@@ -250,7 +250,7 @@ struct CudaLlamaExecutor::Impl {
 
   // Cascade decode attention (cuda_llama_cascade.cc): a decode step whose rows share enough
   // prefix blocks runs eagerly with cascade_attention instead of the per-row kernel.
-  bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (read at create)
+  bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (unset: one GPU only)
   int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
   double cascade_min_saving = 0.3;  // the least share of the reads a plan must save
   bool cascade_wide = true;         // FOLIO_CASCADE_WIDE: wide items on the wgmma kernel

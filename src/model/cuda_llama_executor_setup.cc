@@ -279,7 +279,6 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
     m->fused_norm_mlp = v == "all";
   }
   FOLIO_RETURN_IF_ERROR(m->configure_tp_overlap());
-  FOLIO_RETURN_IF_ERROR(m->read_cascade_env());
   m->full_config = m->config = config;
   m->options = options;
   m->tp = options.tp;
@@ -290,6 +289,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
     m->shard = whole_model_shard(config.num_heads, config.num_kv_heads, config.intermediate_size,
                                  config.vocab_size);
   }
+  FOLIO_RETURN_IF_ERROR(m->read_cascade_env());  // after the shard: TP changes the default
   FOLIO_RETURN_IF_ERROR(cuda_model_supported(m->config));
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));
   FOLIO_ASSIGN_OR_RETURN(m->skinny_flow,

@@ -208,6 +208,11 @@ const CudaMemoryReport& CudaTpExecutor::memory_report() const {
 int CudaTpExecutor::world() const {
   return g_->threads.world();
 }
+std::vector<int> CudaTpExecutor::cascade_steps_by_rank() const {
+  std::vector<int> steps;
+  for (const Group::Rank& r : g_->ranks) steps.push_back(r.exec->cascade_steps());
+  return steps;
+}
 
 Status CudaTpExecutor::execute(const ForwardBatch& batch, std::vector<float>& logits) {
   return execute_on_ranks(batch, nullptr, logits, nullptr);

@@ -47,6 +47,9 @@ class CudaTpExecutor final : public Executor {
   const KvCacheShape& kv_shape() const override;  // rank 0's: per-rank KV heads
   const CudaMemoryReport& memory_report() const;  // rank 0's
   int world() const;
+  // Each rank's CudaLlamaExecutor::cascade_steps (the same on every rank: each plans the same
+  // steps from the same batches).
+  std::vector<int> cascade_steps_by_rank() const;
 
   Status execute(const ForwardBatch& batch, std::vector<float>& logits) override;
   // Rank 0 samples once after the vocabulary all-gather; the other ranks only run the step.

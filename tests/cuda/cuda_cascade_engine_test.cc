@@ -9,7 +9,8 @@
 // the first difference (the per-row kernel itself parts from the CPU once here, at a gap over
 // 0.25: its mean logprob error is ~0.04). Cascade must agree with the CPU on at least 90% as many
 // tokens as the per-row kernel does, with a mean logprob error at most twice the per-row kernel's
-// (plus 0.01), and the cascade run must really have taken cascade steps.
+// (plus 0.01), and the cascade run must really have taken cascade steps. The same on two GPUs
+// under tensor parallelism, where every rank must have taken the same cascade steps.
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -20,6 +21,7 @@
 #include "cuda_test_util.h"
 #include "engine/engine_runner.h"
 #include "model/cuda_llama_executor.h"
+#include "model/cuda_tp_executor.h"
 
 namespace folio {
 namespace {
@@ -75,36 +77,57 @@ Agreement agree(const RunResult& cpu, const RunResult& gpu, const std::string& w
   return a;
 }
 
-TEST(CudaCascade, SharedPrefixesMatchTheCpuAsThePerRowKernelDoes) {
-  FOLIO_REQUIRE_GPU();
+// The requests on `device` ("cpu" or "cuda", `world` GPUs), cascade on or off, graphs or eager;
+// *cascade_steps: the steps that ran cascade attention (under tensor parallelism every rank's
+// count, which must agree).
+RunResult run_requests(const std::vector<GenerateRequest>& reqs, const std::string& device,
+                       bool cascade, bool eager, int world, int* cascade_steps) {
+  setenv("FOLIO_CASCADE_ATTENTION", cascade ? "1" : "0", 1);
+  setenv("FOLIO_CASCADE_MIN_SAVING", "0", 1);
+  EngineConfig c;
+  c.num_kv_blocks = 1024;
+  c.enable_prefix_caching = true;
+  c.sched.max_num_batched_tokens = 1024;  // several steps of prefill: later ones hit the cache
+  c.sched.max_num_seqs = 64;
+  c.enforce_eager = eager;
+  c.tensor_parallel_size = world;
+  LoadOptions o;
+  o.model_dir = model_path("llama_hd128");
+  o.device = device;
+  auto engine = load_engine(o, c);
+  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+  if (!engine.ok()) return {};
+  auto result = run_all(**engine, reqs);
+  if (cascade_steps) {
+    *cascade_steps = -1;
+    const Executor* ex = &(*engine)->executor();
+    if (const auto* one = dynamic_cast<const CudaLlamaExecutor*>(ex)) {
+      *cascade_steps = one->cascade_steps();
+    } else if (const auto* tp = dynamic_cast<const CudaTpExecutor*>(ex)) {
+      const std::vector<int> steps = tp->cascade_steps_by_rank();
+      EXPECT_EQ(static_cast<int>(steps.size()), world);
+      for (int s : steps) EXPECT_EQ(s, steps.front()) << "the ranks took different paths";
+      *cascade_steps = steps.front();
+    }
+  }
+  unsetenv("FOLIO_CASCADE_ATTENTION");
+  unsetenv("FOLIO_CASCADE_MIN_SAVING");
+  return result;
+}
+
+// The test's criteria on `world` GPUs: graphs and eager, the per-row kernel and cascade, each
+// against the CPU.
+void expect_cascade_matches_cpu(int world) {
   const std::vector<GenerateRequest> reqs = shared_prefix_requests(512);
-  auto run = [&](const std::string& device, bool cascade, bool eager, int* cascade_steps) {
-    setenv("FOLIO_CASCADE_ATTENTION", cascade ? "1" : "0", 1);
-    setenv("FOLIO_CASCADE_MIN_SAVING", "0", 1);
-    EngineConfig c;
-    c.num_kv_blocks = 1024;
-    c.enable_prefix_caching = true;
-    c.sched.max_num_batched_tokens = 1024;  // several steps of prefill: later ones hit the cache
-    c.sched.max_num_seqs = 64;
-    c.enforce_eager = eager;
-    LoadOptions o;
-    o.model_dir = model_path("llama_hd128");
-    o.device = device;
-    auto engine = load_engine(o, c);
-    EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-    auto result = run_all(**engine, reqs);
-    const auto* ex = dynamic_cast<const CudaLlamaExecutor*>(&(*engine)->executor());
-    if (cascade_steps) *cascade_steps = ex ? ex->cascade_steps() : -1;
-    unsetenv("FOLIO_CASCADE_ATTENTION");
-    unsetenv("FOLIO_CASCADE_MIN_SAVING");
-    return result;
-  };
-  const RunResult cpu = run("cpu", false, true, nullptr);
+  const RunResult cpu = run_requests(reqs, "cpu", false, true, 1, nullptr);
   for (const bool eager : {false, true}) {
-    const std::string what = eager ? "eager" : "graphs";
+    const std::string what =
+        (eager ? "eager" : "graphs") + std::string(", TP ") + std::to_string(world);
     int off_steps = 0, on_steps = 0;
-    const Agreement per_row = agree(cpu, run("cuda", false, eager, &off_steps), what + " per-row");
-    const Agreement cascade = agree(cpu, run("cuda", true, eager, &on_steps), what + " cascade");
+    const Agreement per_row =
+        agree(cpu, run_requests(reqs, "cuda", false, eager, world, &off_steps), what + " per-row");
+    const Agreement cascade =
+        agree(cpu, run_requests(reqs, "cuda", true, eager, world, &on_steps), what + " cascade");
     std::printf(
         "%s: per-row kernel %d tokens compared, logprob error %.4f; cascade %d, %.4f; "
         "%d cascade steps\n",
@@ -116,6 +139,18 @@ TEST(CudaCascade, SharedPrefixesMatchTheCpuAsThePerRowKernelDoes) {
     EXPECT_GE(cascade.compared, 0.9 * per_row.compared) << what;
     EXPECT_LE(cascade.logprob_err, 2 * per_row.logprob_err + 0.01) << what;
   }
+}
+
+TEST(CudaCascade, SharedPrefixesMatchTheCpuAsThePerRowKernelDoes) {
+  FOLIO_REQUIRE_GPU();
+  expect_cascade_matches_cpu(1);
+}
+
+// Tensor parallelism: each rank runs cascade on its half of the heads (the llama_hd128 fixture
+// splits two ways), planned alike on both.
+TEST(CudaCascade, TensorParallelMatchesTheCpuAsThePerRowKernelDoes) {
+  FOLIO_REQUIRE_GPUS(2);
+  expect_cascade_matches_cpu(2);
 }
 
 TEST(CudaCascade, RejectsAMalformedSettingAtLoad) {

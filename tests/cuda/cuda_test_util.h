@@ -36,6 +36,21 @@ inline const std::string& gpu_unavailable_reason() {
     if (!folio_why_.empty()) GTEST_SKIP() << "GPU test skipped: " << folio_why_;  \
   } while (0)
 
+inline int gpu_count() {
+  auto n = device_count();
+  return n.ok() ? *n : 0;
+}
+
+// Skips a test that needs n GPUs (tensor parallelism) on a machine with fewer.
+#define FOLIO_REQUIRE_GPUS(n)                                                          \
+  do {                                                                                 \
+    FOLIO_REQUIRE_GPU();                                                               \
+    const int folio_gpus_ = ::folio::cuda::testing::gpu_count();                       \
+    if (folio_gpus_ < (n))                                                             \
+      GTEST_SKIP() << "tensor-parallel test skipped: needs " << (n) << " GPUs, found " \
+                   << folio_gpus_;                                                     \
+  } while (0)
+
 #define FOLIO_ASSERT_OK(expr)                         \
   do {                                                \
     const ::folio::Status folio_st_ = (expr);         \

@@ -148,19 +148,6 @@ class Driver {
   int greedy_checked_ = 0, greedy_mismatch_ = 0;
 };
 
-int gpu_count() {
-  auto n = cuda::device_count();
-  return n.ok() ? *n : 0;
-}
-
-#define FOLIO_REQUIRE_GPUS(n)                                                          \
-  do {                                                                                 \
-    FOLIO_REQUIRE_GPU();                                                               \
-    if (gpu_count() < (n))                                                             \
-      GTEST_SKIP() << "tensor-parallel test skipped: needs " << (n) << " GPUs, found " \
-                   << gpu_count();                                                     \
-  } while (0)
-
 // Runs the same workload on one GPU and on `world`; both on the same weights.
 void compare(const ModelConfig& config, const Checkpoint* ck, int world, int block_size, double tol,
              int decode_steps = 8, const char* dtype = "auto",
