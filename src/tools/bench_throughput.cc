@@ -16,9 +16,13 @@ SamplingParams bench_sampling_params(int output_len, float temperature) {
 }
 
 Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<WorkloadItem>& items,
-                                        uint64_t seed) {
+                                        uint64_t seed, int n) {
+  if (n < 1) return invalid_argument("n must be at least 1");
   const int max_len = engine.max_model_len();
   for (size_t i = 0; i < items.size(); ++i) {
+    if (n > 1 && items[i].max_tokens > 0)
+      return invalid_argument("request " + std::to_string(i + 1) +
+                              " stops early (\"max_tokens\"), which n > 1 does not support");
     const int budget = std::max(items[i].output_len, items[i].max_tokens);
     if (items[i].input_len + budget > max_len)
       return invalid_argument("request " + std::to_string(i + 1) + " needs " +
@@ -28,6 +32,7 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
   auto prompts = make_random_prompts(items, engine.model_config().vocab_size, seed);
   ThroughputResult r;
   r.num_requests = static_cast<int>(items.size());
+  r.n = n;
   r.prompt_tokens = total_input_tokens(items);
   // Requests whose EOS the benchmark plays (max_tokens > 0): streamed, and ended after the step
   // whose output reaches their length (not inside the sink: abort() emits to it).
@@ -39,6 +44,7 @@ Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<Wo
     g.request_id = "bench-" + std::to_string(i);
     g.prompt_token_ids = std::move(prompts[i]);
     g.params = bench_sampling_params(items[i].output_len, 1.0f);
+    g.params.n = n;
     const bool plays_eos = items[i].max_tokens > 0;
     if (plays_eos) {
       g.params.max_tokens = items[i].max_tokens;
@@ -95,6 +101,7 @@ nlohmann::json throughput_json(const ThroughputResult& r) {
       {"total_tokens_per_second", per_s(static_cast<double>(r.prompt_tokens + r.output_tokens))},
       {"elapsed_seconds", t},
       {"num_requests", r.num_requests},
+      {"n", r.n},
       {"num_failed", r.num_failed},
       {"prompt_tokens", r.prompt_tokens},
       {"output_tokens", r.output_tokens},

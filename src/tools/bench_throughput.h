@@ -21,6 +21,7 @@ namespace folio::tools {
 
 struct ThroughputResult {
   int num_requests = 0;
+  int n = 1;                      // sequences per request (parallel sampling)
   int num_failed = 0;             // requests the engine finished with an error
   int64_t prompt_tokens = 0;      // of the workload
   int64_t output_tokens = 0;      // generated, as the engine reported per request
@@ -48,11 +49,15 @@ struct ThroughputResult {
 };
 
 // Errors (nothing run) when a request cannot fit the engine's context length; an engine
-// failure mid-run is an error too. Prompts: make_random_prompts(items, vocab, seed).
+// failure mid-run is an error too. Prompts: make_random_prompts(items, vocab, seed). n: sequences
+// sampled per prompt (parallel sampling, vLLM's `--n`): each request asks for n, its sequences
+// share the prompt's KV blocks, and output_tokens counts every sequence's; n > 1 does not
+// combine with items that stop early (an error).
 Result<ThroughputResult> run_throughput(EngineCore& engine, const std::vector<WorkloadItem>& items,
-                                        uint64_t seed);
+                                        uint64_t seed, int n = 1);
 
-// requests_per_second, output_tokens_per_second, total_tokens_per_second, elapsed_seconds,
+// requests_per_second (prompts), output_tokens_per_second (every sequence's), n,
+// total_tokens_per_second, elapsed_seconds,
 // kv_slot_utilization, num_preemptions, peak_running_sequences, kv_cache_dtype,
 // max_num_batched_tokens, max_num_seqs, schedule_conservativeness, num_ended_at_output_len,
 // scheduled_tokens, prefix_cache_hit_tokens and the raw counts.

@@ -14,7 +14,7 @@ namespace {
 struct ThroughputFlags {
   EngineFlags engine;
   std::string workload, output_json;
-  int input_len = 0, output_len = 0, num_prompts = 0;
+  int input_len = 0, output_len = 0, num_prompts = 0, n = 1;
 };
 
 Result<std::vector<WorkloadItem>> build_workload(const ThroughputFlags& f) {
@@ -29,9 +29,11 @@ void print_result(const ThroughputResult& r, const std::string& device) {
   std::printf("Throughput (%s): %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n",
               device.c_str(), (r.num_requests - r.num_failed) / t,
               (r.prompt_tokens + r.output_tokens) / t, r.output_tokens / t);
-  std::printf("Requests: %d (%d failed), prompt tokens: %lld, output tokens: %lld\n",
-              r.num_requests, r.num_failed, static_cast<long long>(r.prompt_tokens),
+  std::printf("Requests: %d (%d failed), prompt tokens: %lld, output tokens: %lld", r.num_requests,
+              r.num_failed, static_cast<long long>(r.prompt_tokens),
               static_cast<long long>(r.output_tokens));
+  if (r.n > 1) std::printf(" (%d sequences per request)", r.n);
+  std::printf("\n");
   std::printf("Wall time: %.3f s over %lld steps\n", t, static_cast<long long>(r.num_steps));
   std::printf("KV slot utilization: %.1f%%, peak KV blocks: %d of %d (block size %d, KV cache %s)\n",
               100.0 * r.kv_slot_utilization, r.peak_kv_blocks_used, r.kv_num_blocks,
@@ -65,7 +67,7 @@ int run(const ThroughputFlags& f) {
     std::cerr << "folio bench throughput: " << engine.status().message() << "\n";
     return 2;
   }
-  auto r = run_throughput(**engine, *items, f.engine.seed);
+  auto r = run_throughput(**engine, *items, f.engine.seed, f.n);
   if (!r.ok()) {
     std::cerr << "folio bench throughput: " << r.status().message() << "\n";
     return r.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -101,6 +103,10 @@ void register_bench_throughput(CLI::App* bench, int& exit_code) {
       ->check(CLI::PositiveNumber)->excludes(wl);
   cmd->add_option("--num-prompts", f->num_prompts,
                   "requests (default: the whole workload, or 1000)")->check(CLI::PositiveNumber);
+  cmd->add_option("--n", f->n,
+                  "sequences sampled per request (parallel sampling; default 1): they share the "
+                  "prompt's KV blocks, and the output tokens count them all")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--output-json", f->output_json, "write the result here");
   cmd->callback([f, &exit_code] { exit_code = run(*f); });
 }

@@ -1,6 +1,7 @@
-// `folio bench throughput` for real, through the binary, on the llama_gqa fixture; `bench
-// latency` in process; the bandwidth floor against docs/performance.md's Llama-3-8B figures
-// (and with an fp8 KV cache: half the KV bytes, the same weight bytes).
+// `folio bench throughput` for real, through the binary, on the llama_gqa fixture (also with
+// --n, parallel sampling); `bench latency` in process; the bandwidth floor against
+// docs/performance.md's Llama-3-8B figures (and with an fp8 KV cache: half the KV bytes, the same
+// weight bytes).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +184,38 @@ TEST(BenchThroughput, OutputsThatStopEarly) {
   EXPECT_LE(j["output_tokens"].get<int64_t>(), out_sum);
   EXPECT_GT(j["output_tokens"].get<int64_t>(), out_sum / 2);
   EXPECT_LT(j["num_steps"].get<int64_t>(), 150);  // not 200 decode steps
+}
+
+// --n: parallel sampling (vLLM's flag). Each request samples n sequences that share its prompt;
+// requests per second counts requests, output tokens every sequence's.
+TEST(BenchThroughput, ParallelSamplingCountsEverySequence) {
+  int64_t in_sum, out_sum;
+  const std::string wl = write_workload(in_sum, out_sum);
+  const std::string json_path = temp_path("tp_n3.json");
+  std::string err;
+  ASSERT_EQ(run_folio("bench throughput --model " + kModel + " --workload " + wl +
+                          " --n 3 --output-json " + json_path,
+                      &err),
+            0)
+      << err;
+  auto j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j["n"], 3);
+  EXPECT_EQ(j["num_requests"], 12);
+  EXPECT_EQ(j["num_failed"], 0);
+  EXPECT_EQ(j["prompt_tokens"].get<int64_t>(), in_sum);
+  EXPECT_EQ(j["output_tokens"].get<int64_t>(), 3 * out_sum);
+  const double t = j["elapsed_seconds"].get<double>();
+  EXPECT_NEAR(j["requests_per_second"].get<double>() * t, 12.0, 1e-6);
+  EXPECT_NEAR(j["output_tokens_per_second"].get<double>() * t, double(3 * out_sum), 1e-6);
+  // Not with outputs that stop early, nor n < 1.
+  const std::string early = temp_path("early.jsonl");
+  std::ofstream(early) << "{\"input_len\": 8, \"output_len\": 4, \"max_tokens\": 20}\n";
+  EXPECT_EQ(
+      run_folio("bench throughput --model " + kModel + " --workload " + early + " --n 2", &err), 2);
+  EXPECT_NE(err.find("n > 1"), std::string::npos) << err;
+  EXPECT_NE(run_folio("bench throughput --model " + kModel + " --workload " + wl + " --n 0", &err),
+            0);
+  EXPECT_NE(err.find("--n"), std::string::npos) << err;
 }
 
 TEST(BenchThroughput, BadInputExitsTwoWithAClearMessage) {
