@@ -231,7 +231,7 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   // where it does not) on the mma.sync kernel.
   const bool wg = cascade_wide_supported(p);
   const int wide = wg ? std::clamp(plan.num_wide_items, 0, plan.num_items) : 0;
-  const bool packs = wg && tuning.wgmma_packs && plan.num_packs > 0 && plan.pack_start != nullptr;
+  const bool packs = wg && plan.num_packs > 0 && plan.pack_start != nullptr;
   const int mma_end = packs ? std::clamp(plan.pack_begin, wide, plan.num_items) : plan.num_items;
   if (wide > 0 || packs) {
     FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(

@@ -73,9 +73,6 @@ struct CascadeTuning {
   // Items of at most 16 (32) query rows split each tile's keys over 4 (2) warps; else one warp
   // per 16 rows, the others idle.
   bool split_keys = true;
-  // The device plan's packs on the wgmma kernel (where it runs); false: every item past the wide
-  // ones on the mma.sync kernel.
-  bool wgmma_packs = true;
   // The wgmma kernel's K/V stages: 2 (Q's fragments straight from global memory; 64 KB, three
   // blocks per SM) or 3 (Q borrows the third on its way to registers; 96 KB, two blocks per SM).
   // H200, session 47: 2 stages at b1024 groups of 16 467-469 against 529-531 us, one prefix 394
