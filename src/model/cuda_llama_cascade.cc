@@ -10,6 +10,7 @@
 // cascade_attention in every layer, and qkv_post runs on its own (the fused tc path writes K/V
 // inside the decode kernel).
 //
+// The switches (parsed by model/cascade_switches.h, tested on the CPU):
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
 // the threshold (default 0.3; 0 takes every step whose rows share a segment, however little);
 // FOLIO_CASCADE_WIDE=0 keeps every item off the wgmma kernel (cascade_attention_wg.cuh: the
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "backend/cascade_plan.h"
+#include "model/cascade_switches.h"
 #include "model/cuda_llama_executor_impl.h"
 
 namespace folio {
@@ -45,34 +47,18 @@ size_t align16(size_t n) {
 // tokens x 4 KiB x 32 layers at ~4 TB/s), about what giving up the step's CUDA graph may cost.
 constexpr int64_t kMinSavedTokens = 16384;
 
-// *value = the environment variable `name`, which must be `a` or `b` where set ("" if unset).
-Status env_one_of(const char* name, const char* a, const char* b, std::string* value) {
-  const char* e = std::getenv(name);
-  *value = e != nullptr ? e : "";
-  if (e == nullptr || *value == a || *value == b) return Status();
-  return invalid_argument(std::string(name) + "=" + *value + ": expected " + a + " or " + b);
-}
-
 }  // namespace
 
 Status CudaLlamaExecutor::Impl::read_cascade_env() {
-  std::string v;
-  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_ATTENTION", "0", "1", &v));
-  // Unset: on for one GPU, off under tensor parallelism (not yet run on 2 GPUs, see above).
-  cascade_requested = v.empty() ? shard.world == 1 : v == "1";
-  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_WIDE", "0", "1", &v));
-  if (!v.empty()) cascade_wide = v == "1";
-  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_PACKS", "all", "one-row", &v));
-  if (!v.empty()) cascade_pack_one_row_only = v == "one-row";
-  FOLIO_RETURN_IF_ERROR(env_one_of("FOLIO_CASCADE_STAGES", "2", "3", &v));
-  if (!v.empty()) cascade_tuning.wgmma_stages = v == "2" ? 2 : 3;
-  if (const char* m = std::getenv("FOLIO_CASCADE_MIN_SAVING")) {
-    char* end = nullptr;
-    cascade_min_saving = std::strtod(m, &end);
-    if (end == m || *end != '\0' || !(cascade_min_saving >= 0 && cascade_min_saving < 1))
-      return invalid_argument(std::string("FOLIO_CASCADE_MIN_SAVING=") + m +
-                              ": expected a fraction in [0, 1)");
-  }
+  FOLIO_ASSIGN_OR_RETURN(const CascadeSwitches sw,
+                         read_cascade_switches(shard.world, [](const char* name) {
+                           return static_cast<const char*>(std::getenv(name));
+                         }));
+  cascade_requested = sw.requested;
+  cascade_wide = sw.wide;
+  cascade_pack_one_row_only = sw.pack_one_row_only;
+  if (sw.wgmma_stages) cascade_tuning.wgmma_stages = *sw.wgmma_stages;
+  cascade_min_saving = sw.min_saving;
   return Status();
 }
 

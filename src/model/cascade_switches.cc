@@ -1,0 +1,42 @@
+#include "model/cascade_switches.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace folio {
+namespace {
+
+// *value = the variable `name`, which must be `a` or `b` where set ("" if unset).
+Status one_of(const std::function<const char*(const char*)>& getenv, const char* name,
+              const char* a, const char* b, std::string* value) {
+  const char* e = getenv(name);
+  *value = e != nullptr ? e : "";
+  if (e == nullptr || *value == a || *value == b) return Status();
+  return invalid_argument(std::string(name) + "=" + *value + ": expected " + a + " or " + b);
+}
+
+}  // namespace
+
+Result<CascadeSwitches> read_cascade_switches(
+    int world, const std::function<const char*(const char*)>& getenv) {
+  CascadeSwitches s;
+  std::string v;
+  FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_ATTENTION", "0", "1", &v));
+  s.requested = v.empty() ? world == 1 : v == "1";
+  FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_WIDE", "0", "1", &v));
+  if (!v.empty()) s.wide = v == "1";
+  FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_PACKS", "all", "one-row", &v));
+  if (!v.empty()) s.pack_one_row_only = v == "one-row";
+  FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_STAGES", "2", "3", &v));
+  if (!v.empty()) s.wgmma_stages = v == "2" ? 2 : 3;
+  if (const char* m = getenv("FOLIO_CASCADE_MIN_SAVING")) {
+    char* end = nullptr;
+    s.min_saving = std::strtod(m, &end);
+    if (end == m || *end != '\0' || !(s.min_saving >= 0 && s.min_saving < 1))
+      return invalid_argument(std::string("FOLIO_CASCADE_MIN_SAVING=") + m +
+                              ": expected a fraction in [0, 1)");
+  }
+  return s;
+}
+
+}  // namespace folio
