@@ -70,8 +70,9 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (cascade_mode != 1 || b.num_seqs() < 2) return Status();
   if (!rows_may_share(b.context_lens, b.block_table_start, b.block_table, kv.block_size))
     return Status();
-  const CascadePlan plan = plan_cascade(b.context_lens, b.block_table_start, b.block_table,
-                                        kv.block_size, cascade_options());
+  const CascadeOptions options = cascade_options();
+  const CascadePlan plan =
+      plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, options);
   // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
   const bool pays =
       cascade_min_saving == 0 || (plan.saving() >= cascade_min_saving &&
@@ -80,7 +81,7 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
 
   // The wgmma kernel's packs of the narrow items (none where it does not run: wide_min_rows 0).
   std::vector<int32_t> packs;
-  if (cascade_options().wide_min_rows > 0)
+  if (options.wide_min_rows > 0)
     packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
                                       cascade_pack_one_row_only);
   // One upload: [items | rows | row_slot_start | row_slots | pack_start], each 16-byte aligned.

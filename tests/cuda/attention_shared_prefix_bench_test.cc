@@ -132,8 +132,12 @@ TEST(AttentionBench, K1SharedPrefix) {
           "slots; plan %.0f us on the host\n",
           cp.items.size(), cp.num_wide_items, cp.num_segments, 100.0 * cp.saving(), cp.num_slots,
           plan_us);
-      const double dus = median_us(
-          [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr); }, evict_l2);
+      // Both cascade kernels on a device copy of a plan, queued like the rest; the status in st.
+      auto time_cascade = [&](const testing::CascadeDeviceCopy& d, CascadeTuning t = {}) {
+        return median_us([&] { st = cascade_attention(p, d.view, d.workspace.data(), nullptr, t); },
+                         evict_l2);
+      };
+      const double dus = time_cascade(dev);
       ASSERT_TRUE(st.ok()) << st.to_string();
       std::printf(
           "  cascade (the default: wide items alone, the others packed, on wgmma): %.1f us "
@@ -145,9 +149,7 @@ TEST(AttentionBench, K1SharedPrefix) {
       {
         CascadeTuning t;
         t.wgmma_stages = 3;
-        const double cus = median_us(
-            [&] { st = cascade_attention(p, dev.view, dev.workspace.data(), nullptr, t); },
-            evict_l2);
+        const double cus = time_cascade(dev, t);
         ASSERT_TRUE(st.ok()) << st.to_string();
         std::printf(
             "  cascade, wgmma 3 stages, 2 blocks per SM: %.1f us (%.2fx the default plan)\n", cus,
@@ -155,9 +157,7 @@ TEST(AttentionBench, K1SharedPrefix) {
       }
       {  // Before session 49: only the one-row items packed, items of 2-8 rows on mma.sync.
         testing::CascadeDeviceCopy odev(cp, kHeads, kKvHeads, kDim, 0, true);
-        const double cus =
-            median_us([&] { st = cascade_attention(p, odev.view, odev.workspace.data(), nullptr); },
-                      evict_l2);
+        const double cus = time_cascade(odev);
         ASSERT_TRUE(st.ok()) << st.to_string();
         std::printf(
             "  cascade, one-row items packed (%s to a pack), the rest on mma.sync: %.1f us (%.2fx "
@@ -166,9 +166,7 @@ TEST(AttentionBench, K1SharedPrefix) {
       }
       for (int pack : {-1, 1, 2, 4, 8, 16}) {
         testing::CascadeDeviceCopy pdev(cp, kHeads, kKvHeads, kDim, pack);
-        const double cus =
-            median_us([&] { st = cascade_attention(p, pdev.view, pdev.workspace.data(), nullptr); },
-                      evict_l2);
+        const double cus = time_cascade(pdev);
         ASSERT_TRUE(st.ok()) << st.to_string();
         if (pack < 0)
           std::printf("  cascade, narrow items on mma.sync: %.1f us (%.2fx the default plan)\n",
@@ -186,9 +184,7 @@ TEST(AttentionBench, K1SharedPrefix) {
                                       kKvHeads, kDim, -1);
       for (CascadeTuning t : {CascadeTuning{}, CascadeTuning{CascadeLoad::kCpAsync, true},
                               CascadeTuning{CascadeLoad::kBulkRows, false}}) {
-        const double cus = median_us(
-            [&] { st = cascade_attention(p, ndev.view, ndev.workspace.data(), nullptr, t); },
-            evict_l2);
+        const double cus = time_cascade(ndev, t);
         ASSERT_TRUE(st.ok()) << st.to_string();
         std::printf("  cascade, all on mma.sync, %s, %s keys: %.1f us (%.2fx the default plan)\n",
                     t.load == CascadeLoad::kBulkRows ? "bulk rows" : "cp.async",
@@ -202,9 +198,7 @@ TEST(AttentionBench, K1SharedPrefix) {
         wo.wide_min_rows = wide_rows;
         testing::CascadeDeviceCopy wdev(plan_cascade(b.ctx, b.bts, b.bt, kPage, wo), kHeads,
                                         kKvHeads, kDim);
-        const double cus =
-            median_us([&] { st = cascade_attention(p, wdev.view, wdev.workspace.data(), nullptr); },
-                      evict_l2);
+        const double cus = time_cascade(wdev);
         ASSERT_TRUE(st.ok()) << st.to_string();
         std::printf("  cascade, all on wgmma, %s: %.1f us (%.2fx the default plan)\n",
                     wide_rows == 2 ? "one-row items packed (auto)" : "every item alone", cus,
@@ -217,9 +211,7 @@ TEST(AttentionBench, K1SharedPrefix) {
         fewer.max_rows_per_item = max_rows;
         const CascadePlan fp = plan_cascade(b.ctx, b.bts, b.bt, kPage, fewer);
         testing::CascadeDeviceCopy fdev(fp, kHeads, kKvHeads, kDim);
-        const double cus =
-            median_us([&] { st = cascade_attention(p, fdev.view, fdev.workspace.data(), nullptr); },
-                      evict_l2);
+        const double cus = time_cascade(fdev);
         ASSERT_TRUE(st.ok()) << st.to_string();
         std::printf(
             "  cascade, at most %d rows per item: %.1f us (%.2fx the default plan), %zu "

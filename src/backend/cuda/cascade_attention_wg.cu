@@ -80,7 +80,7 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.pack_start = pack_start;
   a.num_wide = num_wide;
-  a.num_packs = pack_start != nullptr ? num_packs : 0;
+  a.num_packs = num_packs;
   const int blocks = num_wide + a.num_packs;
   if (blocks == 0) return Status();
   cascade_wide::Maps maps;
