@@ -31,12 +31,17 @@ Result<CascadeSwitches> read_cascade_switches(
   if (!v.empty()) s.wgmma_stages = v == "2" ? 2 : 3;
   if (const char* m = getenv("FOLIO_CASCADE_MIN_SAVING")) {
     char* end = nullptr;
-    s.min_saving = std::strtod(m, &end);
-    if (end == m || *end != '\0' || !(s.min_saving >= 0 && s.min_saving < 1))
+    const double f = std::strtod(m, &end);
+    if (end == m || *end != '\0' || !(f >= 0 && f < 1))
       return invalid_argument(std::string("FOLIO_CASCADE_MIN_SAVING=") + m +
                               ": expected a fraction in [0, 1)");
+    s.min_saving = f;
   }
   return s;
+}
+
+double cascade_default_min_saving(KvCacheDtype kv) {
+  return kv == KvCacheDtype::kFp8E4m3 ? 0.6 : 0.3;
 }
 
 }  // namespace folio

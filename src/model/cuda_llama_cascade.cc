@@ -12,11 +12,13 @@
 //
 // The switches (parsed by model/cascade_switches.h, tested on the CPU):
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
-// the threshold (default 0.3; 0 takes every step whose rows share a segment, however little);
+// the threshold (default 0.3, and 0.6 over an fp8 cache: cascade_default_min_saving; 0 takes
+// every step whose rows share a segment, however little);
 // FOLIO_CASCADE_WIDE=0 keeps every item off the wgmma kernel (cascade_attention_wg.cuh: the
 // wide items of 64 query rows and the packs of the others), for A/B runs;
 // FOLIO_CASCADE_PACKS=one-row packs only the one-row items there, leaving items of 2-8 rows to
-// the mma.sync kernel as before session 49 (=all, the default: every narrow item packed);
+// the mma.sync kernel as before session 49 (=all, the default: every narrow item packed; an fp8
+// cache always packs all, and runs no cascade with FOLIO_CASCADE_WIDE=0);
 // FOLIO_CASCADE_STAGES=2|3 sets CascadeTuning::wgmma_stages.
 // Under tensor parallelism every rank plans the same step from the same batch (the plan reads
 // only the block tables, which are the same on every rank) and runs it on its own heads (config
@@ -24,7 +26,8 @@
 // their collectives stay in step. That has not run on 2 GPUs yet (session 49 got none; the test
 // is CudaCascade.TensorParallelMatchesTheCpuAsThePerRowKernelDoes), so under TP cascade is
 // opt-in: FOLIO_CASCADE_ATTENTION=1 turns it on, unset leaves the per-row kernel. A 16-bit cache
-// and head_dim 64/128 (cuda::cascade_supported). The kernels' figures are the measured ones (H200,
+// and head_dim 64/128, or an fp8 cache at head_dim 128 and pages of 8-64 tokens
+// (cuda::cascade_supported). The kernels' figures are the measured ones (H200,
 // session 47, wgmma for wide items and packed own suffixes, two stages): 3.5-4.4x the per-row
 // kernel at 1024 rows, 3.6-4.3x at 256, 1.9x at 32 (a 2048-token prefix shared by 16 or all).
 #include <cstdlib>
@@ -64,7 +67,10 @@ Status CudaLlamaExecutor::Impl::read_cascade_env() {
 
 Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (cascade_mode < 0) {  // the first decode step: the geometry is known by now
-    cascade_mode = cascade_requested && cuda::cascade_supported(cascade_geometry());
+    // An fp8 cache runs every item on the wgmma kernel: not with FOLIO_CASCADE_WIDE=0.
+    cascade_mode = cascade_requested && cuda::cascade_supported(cascade_geometry()) &&
+                   (!kv_fp8() || cascade_wide);
+    if (!cascade_min_saving) cascade_min_saving = cascade_default_min_saving(kv.dtype);
   }
   cascade_on = false;
   if (cascade_mode != 1 || b.num_seqs() < 2) return Status();
@@ -74,16 +80,17 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   const CascadePlan plan =
       plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, options);
   // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
-  const bool pays =
-      cascade_min_saving == 0 || (plan.saving() >= cascade_min_saving &&
-                                  plan.logical_tokens - plan.read_tokens >= kMinSavedTokens);
+  const double min_saving = *cascade_min_saving;
+  const bool pays = min_saving == 0 || (plan.saving() >= min_saving &&
+                                        plan.logical_tokens - plan.read_tokens >= kMinSavedTokens);
   if (plan.num_segments == 0 || !pays) return Status();
 
   // The wgmma kernel's packs of the narrow items (none where it does not run: wide_min_rows 0).
+  // (An fp8 cache packs them all: the mma.sync kernel does not read one.)
   std::vector<int32_t> packs;
   if (options.wide_min_rows > 0)
     packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
-                                      cascade_pack_one_row_only);
+                                      cascade_pack_one_row_only && !kv_fp8());
   // One upload: [items | rows | row_slot_start | row_slots | pack_start], each 16-byte aligned.
   const size_t items_b = align16(plan.items.size() * sizeof(CascadeItem));
   const size_t rows_b = align16(plan.rows.size() * sizeof(int32_t));

@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -252,7 +253,9 @@ struct CudaLlamaExecutor::Impl {
   // prefix blocks runs eagerly with cascade_attention instead of the per-row kernel.
   bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (unset: one GPU only)
   int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
-  double cascade_min_saving = 0.3;  // the least share of the reads a plan must save
+  // The least share of the reads a plan must save (FOLIO_CASCADE_MIN_SAVING; unset: by the
+  // cache's dtype, cascade_default_min_saving, set at the first decode step).
+  std::optional<double> cascade_min_saving;
   bool cascade_wide = true;         // FOLIO_CASCADE_WIDE: wide items on the wgmma kernel
   bool cascade_pack_one_row_only = false;  // FOLIO_CASCADE_PACKS=one-row
   cuda::CascadeTuning cascade_tuning;  // FOLIO_CASCADE_STAGES

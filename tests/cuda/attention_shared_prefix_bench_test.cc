@@ -9,7 +9,7 @@
 // order and contiguous, all rows sharing one, and groups of 4 (n = 4 samples of each prompt:
 // items of 4 rows, packed on the wgmma kernel since session 49). bf16, head_dim 128, 32 q / 8 KV
 // heads, page 16, the eager planner's default plan, queued behind an L2 eviction
-// (attention_bench_util.h).
+// (attention_bench_util.h); then both again over an fp8 e4m3 cache.
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -91,6 +91,12 @@ TEST(AttentionBench, K1SharedPrefix) {
   ASSERT_TRUE(evictor.ok());
   const std::function<void()> evict_l2 = evictor.before();
   const double copy_q_tbps = print_device_and_copy_rate(*info, buf, evict_l2, rng);
+  // The fp8 caches: one byte per element.
+  auto kc8 = DeviceBuffer::allocate(slots * slot_bytes / 2);
+  auto vc8 = DeviceBuffer::allocate(slots * slot_bytes / 2);
+  ASSERT_TRUE(kc8.ok() && vc8.ok());
+  fill_random_fp8(kc8->data(), kc8->bytes(), rng);
+  fill_random_fp8(vc8->data(), vc8->bytes(), rng);
 
   for (int rows : {32, 256, kMaxRows}) {
     auto time_groups = [&](const char* what, const std::vector<int>& group_of) {
@@ -203,6 +209,28 @@ TEST(AttentionBench, K1SharedPrefix) {
         std::printf("  cascade, all on wgmma, %s: %.1f us (%.2fx the default plan)\n",
                     wide_rows == 2 ? "one-row items packed (auto)" : "every item alone", cus,
                     us / cus);
+      }
+      {  // An fp8 cache: the per-row kernel's default plan against cascade's default.
+        PagedAttentionParams p8 = p;
+        p8.kv_dtype = KvCacheDtype::kFp8E4m3;
+        p8.k_cache = kc8->data();
+        p8.v_cache = vc8->data();
+        auto plan8 = plan_decode_attention(b.ctx, kHeads, kKvHeads, kDim, info->num_sms, 0,
+                                           DecodeKernel::kDefault,
+                                           DecodeCacheFormat{kPage, true, info->peak_memory_gbps});
+        ASSERT_TRUE(plan8.ok()) << plan8.status().to_string();
+        auto ws8 = DeviceBuffer::allocate(plan8->workspace_bytes);
+        ASSERT_TRUE(ws8.ok());
+        const double rus =
+            median_us([&] { st = decode_attention(p8, *plan8, ws8->data(), nullptr); }, evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        const double cus = median_us(
+            [&] { st = cascade_attention(p8, dev.view, dev.workspace.data(), nullptr); }, evict_l2);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        std::printf(
+            "  fp8 cache: per-row kernel %.1f us, cascade %.1f us (%.2fx); each block once at "
+            "the copy rate: %.1f us\n",
+            rus, cus, rus / cus, once / 2 / (copy_q_tbps * 1e6));
       }
       // Fewer rows per item: each item's tile work is split over more warps (cascade_attention.cu),
       // and a shared range is read once per item (L2 may serve the repeats).

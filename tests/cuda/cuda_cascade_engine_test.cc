@@ -10,7 +10,8 @@
 // 0.25: its mean logprob error is ~0.04). Cascade must agree with the CPU on at least 90% as many
 // tokens as the per-row kernel does, with a mean logprob error at most twice the per-row kernel's
 // (plus 0.01), and the cascade run must really have taken cascade steps. The same on two GPUs
-// under tensor parallelism, where every rank must have taken the same cascade steps.
+// under tensor parallelism, where every rank must have taken the same cascade steps, and with an
+// fp8 KV cache (the CPU's too: it rounds K/V to the same e4m3 values).
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -77,11 +78,11 @@ Agreement agree(const RunResult& cpu, const RunResult& gpu, const std::string& w
   return a;
 }
 
-// The requests on `device` ("cpu" or "cuda", `world` GPUs), cascade on or off, graphs or eager;
-// *cascade_steps: the steps that ran cascade attention (under tensor parallelism every rank's
-// count, which must agree).
+// The requests on `device` ("cpu" or "cuda", `world` GPUs), cascade on or off, graphs or eager,
+// over a kv cache; *cascade_steps: the steps that ran cascade attention (under tensor parallelism
+// every rank's count, which must agree).
 RunResult run_requests(const std::vector<GenerateRequest>& reqs, const std::string& device,
-                       bool cascade, bool eager, int world, int* cascade_steps) {
+                       bool cascade, bool eager, int world, KvCacheDtype kv, int* cascade_steps) {
   setenv("FOLIO_CASCADE_ATTENTION", cascade ? "1" : "0", 1);
   setenv("FOLIO_CASCADE_MIN_SAVING", "0", 1);
   EngineConfig c;
@@ -91,6 +92,7 @@ RunResult run_requests(const std::vector<GenerateRequest>& reqs, const std::stri
   c.sched.max_num_seqs = 64;
   c.enforce_eager = eager;
   c.tensor_parallel_size = world;
+  c.kv_cache_dtype = kv;
   LoadOptions o;
   o.model_dir = model_path("llama_hd128");
   o.device = device;
@@ -116,18 +118,18 @@ RunResult run_requests(const std::vector<GenerateRequest>& reqs, const std::stri
 }
 
 // The test's criteria on `world` GPUs: graphs and eager, the per-row kernel and cascade, each
-// against the CPU.
-void expect_cascade_matches_cpu(int world) {
+// against the CPU over the same kind of cache.
+void expect_cascade_matches_cpu(int world, KvCacheDtype kv = KvCacheDtype::kAuto) {
   const std::vector<GenerateRequest> reqs = shared_prefix_requests(512);
-  const RunResult cpu = run_requests(reqs, "cpu", false, true, 1, nullptr);
+  const RunResult cpu = run_requests(reqs, "cpu", false, true, 1, kv, nullptr);
   for (const bool eager : {false, true}) {
-    const std::string what =
-        (eager ? "eager" : "graphs") + std::string(", TP ") + std::to_string(world);
+    const std::string what = (eager ? "eager" : "graphs") + std::string(", TP ") +
+                             std::to_string(world) + ", " + kv_cache_dtype_name(kv) + " cache";
     int off_steps = 0, on_steps = 0;
-    const Agreement per_row =
-        agree(cpu, run_requests(reqs, "cuda", false, eager, world, &off_steps), what + " per-row");
-    const Agreement cascade =
-        agree(cpu, run_requests(reqs, "cuda", true, eager, world, &on_steps), what + " cascade");
+    const Agreement per_row = agree(
+        cpu, run_requests(reqs, "cuda", false, eager, world, kv, &off_steps), what + " per-row");
+    const Agreement cascade = agree(
+        cpu, run_requests(reqs, "cuda", true, eager, world, kv, &on_steps), what + " cascade");
     std::printf(
         "%s: per-row kernel %d tokens compared, logprob error %.4f; cascade %d, %.4f; "
         "%d cascade steps\n",
@@ -144,6 +146,13 @@ void expect_cascade_matches_cpu(int world) {
 TEST(CudaCascade, SharedPrefixesMatchTheCpuAsThePerRowKernelDoes) {
   FOLIO_REQUIRE_GPU();
   expect_cascade_matches_cpu(1);
+}
+
+// An fp8 cache: every item on the wgmma kernel, each tile converted to fp16
+// (cascade_attention_wg_fp8.cuh).
+TEST(CudaCascade, Fp8CacheMatchesTheCpuAsThePerRowKernelDoes) {
+  FOLIO_REQUIRE_GPU();
+  expect_cascade_matches_cpu(1, KvCacheDtype::kFp8E4m3);
 }
 
 // Tensor parallelism: each rank runs cascade on its half of the heads (the llama_hd128 fixture

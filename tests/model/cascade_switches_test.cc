@@ -25,7 +25,9 @@ TEST(CascadeSwitches, DefaultsAreOnForOneGpuAndOffUnderTensorParallelism) {
   EXPECT_TRUE(one->wide);
   EXPECT_FALSE(one->pack_one_row_only);
   EXPECT_FALSE(one->wgmma_stages.has_value());
-  EXPECT_DOUBLE_EQ(one->min_saving, 0.3);
+  EXPECT_FALSE(one->min_saving.has_value());  // the cache's default
+  EXPECT_DOUBLE_EQ(cascade_default_min_saving(KvCacheDtype::kAuto), 0.3);
+  EXPECT_DOUBLE_EQ(cascade_default_min_saving(KvCacheDtype::kFp8E4m3), 0.6);
   auto tp = read(2, {});
   ASSERT_TRUE(tp.ok());
   EXPECT_FALSE(tp->requested);  // opt-in until it has run on 2 GPUs
@@ -46,7 +48,7 @@ TEST(CascadeSwitches, EachSwitchTakesItsValues) {
   EXPECT_FALSE(s->wide);
   EXPECT_TRUE(s->pack_one_row_only);
   EXPECT_EQ(s->wgmma_stages, 3);
-  EXPECT_DOUBLE_EQ(s->min_saving, 0.0);
+  EXPECT_EQ(s->min_saving, 0.0);
   s = read(1, {{"FOLIO_CASCADE_WIDE", "1"},
                {"FOLIO_CASCADE_PACKS", "all"},
                {"FOLIO_CASCADE_STAGES", "2"},
@@ -55,7 +57,7 @@ TEST(CascadeSwitches, EachSwitchTakesItsValues) {
   EXPECT_TRUE(s->wide);
   EXPECT_FALSE(s->pack_one_row_only);
   EXPECT_EQ(s->wgmma_stages, 2);
-  EXPECT_DOUBLE_EQ(s->min_saving, 0.5);
+  EXPECT_EQ(s->min_saving, 0.5);
 }
 
 TEST(CascadeSwitches, ValuesOutOfTheirSetAreErrorsNamingTheVariable) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "backend/cuda/cascade_attention.h"
 #include "backend/cuda/cascade_attention_warp.cuh"
@@ -233,6 +234,11 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   const int wide = wg ? std::clamp(plan.num_wide_items, 0, plan.num_items) : 0;
   const bool packs = wg && plan.num_packs > 0 && plan.pack_start != nullptr;
   const int mma_end = packs ? std::clamp(plan.pack_begin, wide, plan.num_items) : plan.num_items;
+  if (p.kv_dtype != KvCacheDtype::kAuto && wide < mma_end)
+    return unimplemented(
+        "cascade attention over an fp8 cache: every item goes to the wgmma kernel (wide or "
+        "packed); items " +
+        std::to_string(wide) + ".." + std::to_string(mma_end - 1) + " are neither");
   if (wide > 0 || packs) {
     FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(
         p, plan.items, wide, packs ? plan.pack_start : nullptr, packs ? plan.num_packs : 0,
@@ -258,10 +264,12 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
 }  // namespace
 
 bool cascade_supported(const PagedAttentionParams& p) {
-  return (p.dtype == DType::kBF16 || p.dtype == DType::kFP16) &&
-         p.kv_dtype == KvCacheDtype::kAuto && (p.head_dim == 64 || p.head_dim == 128) &&
-         p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 &&
-         p.num_heads / p.num_kv_heads <= kQRows;
+  const bool heads = p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 &&
+                     p.num_heads / p.num_kv_heads <= kQRows;
+  if (!heads || (p.dtype != DType::kBF16 && p.dtype != DType::kFP16)) return false;
+  if (p.kv_dtype == KvCacheDtype::kAuto) return p.head_dim == 64 || p.head_dim == 128;
+  // An e4m3 cache: the wgmma kernel only (cascade_attention_wg_fp8.cuh).
+  return p.kv_dtype == KvCacheDtype::kFp8E4m3 && cascade_detail::wide_geometry(p);
 }
 
 int cascade_max_rows_per_item(int num_heads, int num_kv_heads) {
@@ -280,7 +288,9 @@ size_t cascade_workspace_bytes(int num_slots, int num_heads, int head_dim) {
 Status cascade_attention(const PagedAttentionParams& p, const CascadeDevicePlan& plan,
                          void* workspace, void* stream, CascadeTuning tuning) {
   if (!cascade_supported(p))
-    return unimplemented("cascade attention: needs a 16-bit cache and head_dim 64 or 128");
+    return unimplemented(
+        "cascade attention: needs a 16-bit cache and head_dim 64 or 128, or an fp8 cache, "
+        "head_dim 128 and pages of 8-64 tokens (a power of two)");
   if (p.num_seqs <= 0 || plan.num_items <= 0) return Status();
   cudaStream_t st = as_stream(stream);
   const bool bf16 = p.dtype == DType::kBF16;

@@ -26,8 +26,10 @@
 // read once per item of up to 16 rows (at GQA 4), instead of once per row as the per-row decode
 // kernels read it.
 //
-// Supports a 16-bit cache (the q/out dtype) and head_dim 64 or 128 (cascade_supported); q is
-// already roped (qkv_post ran), and nothing is written to the cache. Every row's context is
+// Supports a 16-bit cache (the q/out dtype) and head_dim 64 or 128, and an fp8 e4m3 cache at the
+// wgmma kernel's geometry, every item on that kernel (cascade_supported; the fp8 form converts
+// each tile to fp16: cascade_attention_wg_fp8.cuh); q is already roped (qkv_post ran), and
+// nothing is written to the cache. Every row's context is
 // covered by its items (the plan's invariant), so the merge never sees a row without slots.
 #pragma once
 
@@ -99,8 +101,10 @@ struct CascadeTuning {
 std::vector<int32_t> cascade_wgmma_packs(const CascadePlan& plan, int num_heads, int num_kv_heads,
                                          int num_sms, int max_items = 0, bool one_row_only = false);
 
-// Whether the kernels take this call's geometry: a 16-bit cache, head_dim 64 or 128, at most 64
-// q heads per kv head.
+// Whether the kernels take this call's geometry: at most 64 q heads per kv head, and a 16-bit
+// cache with head_dim 64 or 128, or an e4m3 cache with cascade_wide_supported's geometry (then
+// every item must go to the wgmma kernel: wide, or packed by cascade_wgmma_packs with
+// one_row_only false; cascade_attention refuses a plan that leaves items to mma.sync).
 bool cascade_supported(const PagedAttentionParams& p);
 
 // Whether the wide-item kernel (wgmma, TMA: cascade_attention_wg.cuh) takes this geometry:

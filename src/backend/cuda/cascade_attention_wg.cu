@@ -18,7 +18,7 @@
 namespace folio::cuda {
 namespace {
 
-template <typename T, int kSt>
+template <typename T, int kSt, typename C>
 __global__ void __launch_bounds__(cascade_wide::kThreads, kSt == 2 ? 3 : 2)
     cascade_wide_kernel(const cascade_wide::Args a,
                         const __grid_constant__ cascade_wide::Maps maps) {
@@ -26,16 +26,20 @@ __global__ void __launch_bounds__(cascade_wide::kThreads, kSt == 2 ? 3 : 2)
   __trap();  // wgmma and TMA need sm_90a; the build targets it (CMAKE_CUDA_ARCHITECTURES 90a)
 #else
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  cascade_wide::partial_body<T, kSt>(a, maps, smem_raw);
+  cascade_wide::partial_body<T, kSt, C>(a, maps, smem_raw);
 #endif
 }
 
 }  // namespace
 
-bool cascade_wide_supported(const PagedAttentionParams& p) {
+bool cascade_detail::wide_geometry(const PagedAttentionParams& p) {
   const int bs = p.block_size;
-  return cascade_supported(p) && p.head_dim == cascade_wide::D && bs >= 8 &&
-         bs <= cascade_wide::kTileTokens && (bs & (bs - 1)) == 0;
+  return p.head_dim == cascade_wide::D && bs >= 8 && bs <= cascade_wide::kTileTokens &&
+         (bs & (bs - 1)) == 0;
+}
+
+bool cascade_wide_supported(const PagedAttentionParams& p) {
+  return cascade_supported(p) && cascade_detail::wide_geometry(p);
 }
 
 int cascade_wide_min_rows(const PagedAttentionParams& p) {
@@ -61,6 +65,21 @@ std::vector<int32_t> cascade_wgmma_packs(const CascadePlan& plan, int num_heads,
 }
 
 namespace cascade_detail {
+namespace {
+
+// The kernel for (T, stages, cache element) and its shared memory, through launch(kernel, smem).
+template <typename T, typename Launch>
+Status launch_typed(int stages, bool fp8, Launch&& launch) {
+  using cascade_wide::smem_bytes;
+  using cascade_wide::smem_bytes_fp8;
+  if (fp8)
+    return stages == 2 ? launch(&cascade_wide_kernel<T, 2, uint8_t>, smem_bytes_fp8(2))
+                       : launch(&cascade_wide_kernel<T, 3, uint8_t>, smem_bytes_fp8(3));
+  return stages == 2 ? launch(&cascade_wide_kernel<T, 2, T>, smem_bytes(2))
+                     : launch(&cascade_wide_kernel<T, 3, T>, smem_bytes(3));
+}
+
+}  // namespace
 
 Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_wide,
                    const int32_t* pack_start, int num_packs, const int32_t* rows, float* part_o,
@@ -84,7 +103,10 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   const int blocks = num_wide + a.num_packs;
   if (blocks == 0) return Status();
   cascade_wide::Maps maps;
-  const int D = cascade_wide::D;
+  // An e4m3 cache's rows are 128 bytes: its maps see them as 64 16-bit pairs, so a box lands
+  // whole rows (cascade_attention_wg_fp8.cuh).
+  const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
+  const int D = fp8 ? cascade_wide::D / 2 : cascade_wide::D;
   FOLIO_RETURN_IF_ERROR(
       cached_paged_cache_map(&maps.k_page, p.dtype, p.k_cache, p.num_kv_heads, D, p.block_size));
   FOLIO_RETURN_IF_ERROR(
@@ -99,14 +121,8 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
     kernel<<<grid, cascade_wide::kThreads, smem, stream>>>(a, maps);
     return Status();
   };
-  const bool bf16 = p.dtype == DType::kBF16;
-  const size_t smem = cascade_wide::smem_bytes(stages == 2 ? 2 : 3);
-  if (stages == 2)
-    FOLIO_RETURN_IF_ERROR(bf16 ? launch(&cascade_wide_kernel<__nv_bfloat16, 2>, smem)
-                               : launch(&cascade_wide_kernel<__half, 2>, smem));
-  else
-    FOLIO_RETURN_IF_ERROR(bf16 ? launch(&cascade_wide_kernel<__nv_bfloat16, 3>, smem)
-                               : launch(&cascade_wide_kernel<__half, 3>, smem));
+  FOLIO_RETURN_IF_ERROR(p.dtype == DType::kBF16 ? launch_typed<__nv_bfloat16>(stages, fp8, launch)
+                                                : launch_typed<__half>(stages, fp8, launch));
   return launch_status("cascade_wide_kernel");
 }
 

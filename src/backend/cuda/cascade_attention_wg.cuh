@@ -32,6 +32,8 @@
 // that follows its P V wait, so no wgmma still reads it. (ncu on the 3-stage form inside the
 // engine, session 47: 12.5% occupancy, DRAM 58%, SMs 24% busy; the third block per SM gave
 // 12-23%.)
+// An fp8 e4m3 cache (C = uint8_t) stages e4m3 rows and converts each tile to fp16 before its
+// wgmmas: cascade_attention_wg_fp8.cuh.
 //
 // Measured and not kept (H200, session 47): issuing S of the next tile before this tile's
 // softmax (FA3's overlap within a warpgroup, 32 more registers): b1024 groups of 16 539 against
@@ -40,8 +42,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cascade_plan.h"
+#include "backend/cuda/cascade_attention_wg_args.cuh"
+#include "backend/cuda/cascade_attention_wg_fp8.cuh"
 #include "backend/cuda/mbarrier_ptx.cuh"
 #include "backend/cuda/mma_ptx.cuh"
 #include "backend/cuda/online_softmax_rows.cuh"
@@ -50,56 +55,6 @@
 #include "backend/cuda/wgmma_ptx.cuh"
 
 namespace folio::cuda::cascade_wide {
-
-constexpr int D = 128;
-constexpr int kTileTokens = 64;
-constexpr int kStages = 3;  // the most stages a form has (kSt: 2, the default, or 3)
-constexpr int kThreads = 128;                        // one warpgroup
-constexpr uint32_t kPanelBytes = kTileTokens * 128;  // 64 rows x 64 16-bit elements
-constexpr uint32_t kTileBytes = 2 * kPanelBytes;     // 64 rows x head_dim 128
-constexpr uint32_t kStageBytes = 2 * kTileBytes;     // K and V
-// Stages, their barriers, and slack to align the dynamic base to 1024 bytes.
-constexpr size_t smem_bytes(int stages) {
-  return size_t(stages) * kStageBytes + 64 + 1024;
-}
-constexpr size_t kSmemBytes = smem_bytes(kStages);
-
-struct Args {
-  const void* q;  // [tokens, num_heads, D], roped
-  const int32_t* query_start;
-  const int32_t* block_table;
-  const CascadeItem* items;  // the plan's
-  const int32_t* rows;
-  float* part_o;   // [num_slots][num_heads][D]
-  float* part_ml;  // [num_slots][num_heads][2]
-  int num_heads, num_kv_heads, block_size, block_shift;
-  float scale_log2;
-  // Blocks [0, num_packs) take pack b's items, items[pack_start[b], pack_start[b + 1])
-  // (cascade_packs.h: their query rows fit the block's 64); the next ones items[0, num_wide)
-  // alone. (Packs first: they are the longer blocks where several items go to one.)
-  const int32_t* pack_start;  // [num_packs + 1]
-  int num_wide, num_packs;
-};
-
-// Page boxes (block_size slots) and one-slot boxes of K and V (tensor_map.h).
-struct Maps {
-  CUtensorMap k_page, v_page, k_row, v_row;
-};
-
-// A block's work: `count` items from `first`, item j's query rows following item j - 1's (G per
-// item row: item row i, q head kvh G + m % G is query row m = (the item's first) + G i + m % G).
-// A wide item alone is the case count 1.
-struct Work {
-  const CascadeItem* first;
-  int count;
-};
-
-__device__ __forceinline__ Work block_work(const Args& a) {
-  const int b = blockIdx.x;
-  if (b >= a.num_packs) return {a.items + (b - a.num_packs), 1};
-  const int i0 = a.pack_start[b];
-  return {a.items + i0, a.pack_start[b + 1] - i0};
-}
 
 __device__ __forceinline__ int tiles_of(const CascadeItem& it) {
   return (it.tok_end - it.tok_begin + kTileTokens - 1) / kTileTokens;
@@ -115,18 +70,24 @@ struct TileCursor {
 };
 
 // Warp 0: tile k of item `it` (keys tok_begin + 64 k ..) into `stage`, completing on full.
-// Copy j is (K or V, page, column half); pages past tok_end are zero boxes (negative slot), the
+// kCols boxes of 128-byte rows per page and K or V: 2 over a 16-bit cache (the tile's two
+// panels), 1 over an e4m3 cache (whole rows into the fp8 stage: cascade_attention_wg_fp8.cuh).
+// Copy j is (K or V, page, column box); pages past tok_end are zero boxes (negative slot), the
 // page tok_end cuts goes row by row with zeros past the end (its other slots may hold anything).
+template <int kCols>
 __device__ __forceinline__ void fill(const Args& a, const Maps& maps, const CascadeItem& it,
                                      int kvh, unsigned char* stage, uint64_t* full, int k,
                                      int lane) {
+  static_assert(kCols == 1 || kCols == 2);
+  constexpr uint32_t kKvBytes = kCols * kPanelBytes;  // K's (or V's) part of the stage
   const int bs = a.block_size, shift = a.block_shift, pages = kTileTokens >> shift;
-  if (lane == 0) mbarrier_arrive_expect_tx(full, kStageBytes);
+  if (lane == 0) mbarrier_arrive_expect_tx(full, 2 * kKvBytes);
   __syncwarp();  // the bytes are expected before any copy can complete them
-  for (int j = lane; j < 4 * pages; j += 32) {
-    const int kv = j / (2 * pages), p = (j % (2 * pages)) >> 1, half = j & 1, c0 = half * 64;
+  for (int j = lane; j < 2 * kCols * pages; j += 32) {
+    const int kv = j / (kCols * pages), p = (j % (kCols * pages)) / kCols, col = j % kCols;
+    const int c0 = col * 64;
     const CUtensorMap* page_map = kv ? &maps.v_page : &maps.k_page;
-    unsigned char* dst = stage + kv * kTileBytes + half * kPanelBytes + p * bs * 128;
+    unsigned char* dst = stage + kv * kKvBytes + col * kPanelBytes + p * bs * 128;
     const int key0 = it.tok_begin + k * kTileTokens + p * bs;
     if (key0 >= it.tok_end) {
       tma_load_3d(dst, page_map, c0, kvh, -bs, full);
@@ -194,18 +155,29 @@ __device__ __forceinline__ bool query_row(const Work& w, int m, int G, int* j, i
 
 // One block (blockIdx.x: Args' work, blockIdx.y: kv head). smem_raw: smem_bytes(kSt) of dynamic
 // shared memory. kSt 3: Q borrows stage 2 on its way to registers (96 KB, 2 blocks per SM); kSt
-// 2: Q's fragments straight from global memory (64 KB, 3 blocks per SM).
-template <typename T, int kSt = kStages>
+// 2: Q's fragments straight from global memory (64 KB, 3 blocks per SM). C: the cache's element,
+// T (16-bit) or uint8_t (e4m3: cascade_attention_wg_fp8.cuh; smem_bytes_fp8(kSt), the products
+// in fp16, Q through the fp16 tile in the 3-stage form).
+template <typename T, int kSt = kStages, typename C = T>
 __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
                                              unsigned char* smem_raw) {
   static_assert(kSt == 2 || kSt == 3);
+  constexpr bool kFp8 = std::is_same_v<C, uint8_t>;
+  static_assert(kFp8 || std::is_same_v<C, T>);
+  using M = std::conditional_t<kFp8, __half, T>;  // the products' type
+  constexpr uint32_t kStageStride = kFp8 ? kFp8StageBytes : kStageBytes;
   unsigned char* smem = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kSt * kStageBytes);
-  auto stage = [&](int s) { return smem + s * kStageBytes; };
+  unsigned char* half_tile = smem + kSt * kStageStride;  // fp8 only: the converted tile
+  uint64_t* full =
+      reinterpret_cast<uint64_t*>(smem + kSt * kStageStride + (kFp8 ? kStageBytes : 0));
+  auto stage = [&](int s) { return smem + s * kStageStride; };
   const Work w = block_work(a);
   const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane >> 2, t4 = lane & 3;
   const int G = a.num_heads / a.num_kv_heads;
+  auto fill_stage = [&](int s, const TileCursor& at) {
+    fill<kFp8 ? 1 : 2>(a, maps, w.first[at.j], kvh, stage(s), &full[s], at.k, lane);
+  };
   int n_tiles = 0;
   for (int j = 0; j < w.count; ++j) n_tiles += tiles_of(w.first[j]);
 
@@ -222,7 +194,7 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     const int64_t qrow = a.query_start[a.rows[w.first[j].row_begin + i]];
     return q + (qrow * a.num_heads + kvh * G + m % G) * D + col;
   };
-  unsigned char* q_tile = stage(2);
+  unsigned char* q_tile = kFp8 ? half_tile : stage(2);
   if constexpr (kSt == 3) {  // Q rows into stage 2's K tile: 16 chunks of 16 bytes per row
     for (int c = tid; c < 64 * (D / 8); c += kThreads) {
       const int m = c / (D / 8), col = (c % (D / 8)) * 8;
@@ -239,8 +211,7 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
       tma_prefetch_map(&maps.k_page);
       tma_prefetch_map(&maps.v_page);
     }
-    for (int k = 0; k < n_tiles && k < kSt - 1; ++k, loader.next(w))
-      fill(a, maps, w.first[loader.j], kvh, stage(k), &full[k], loader.k, lane);
+    for (int k = 0; k < n_tiles && k < kSt - 1; ++k, loader.next(w)) fill_stage(k, loader);
   }
   uint32_t qf[D / 16][4];  // A fragments: (row g | g + 8) x (cols 2 t4 | 2 t4 + 8) of 16-col step
   if constexpr (kSt == 3) {
@@ -250,8 +221,9 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        qf[kk][e] = *reinterpret_cast<const uint32_t*>(
-            q_tile + sw128_offset(16 * warp + g + 8 * (e % 2), kk * 16 + 2 * t4 + (e / 2) * 8, 64));
+        qf[kk][e] = as_mma<T, M>(*reinterpret_cast<const uint32_t*>(
+            q_tile +
+            sw128_offset(16 * warp + g + 8 * (e % 2), kk * 16 + 2 * t4 + (e / 2) * 8, 64)));
     fence_proxy_async_smem();  // these reads before the TMA's writes of tile 2 there
     __syncthreads();
   } else {
@@ -261,12 +233,13 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
       const T* row = q_src(16 * warp + g + 8 * (e % 2), 0, &valid);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)
-        qf[kk][e] =
-            valid ? *reinterpret_cast<const uint32_t*>(row + kk * 16 + 2 * t4 + (e / 2) * 8) : 0u;
+        qf[kk][e] = valid ? as_mma<T, M>(*reinterpret_cast<const uint32_t*>(row + kk * 16 + 2 * t4 +
+                                                                            (e / 2) * 8))
+                          : 0u;
     }
   }
   if (warp == 0 && n_tiles > kSt - 1) {
-    fill(a, maps, w.first[loader.j], kvh, stage(kSt - 1), &full[kSt - 1], loader.k, lane);
+    fill_stage(kSt - 1, loader);
     loader.next(w);
   }
 
@@ -280,22 +253,39 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     int i;
     query_row(w, 16 * warp + g + 8 * h, G, &row_item[h], &i);
   }
+  if constexpr (kFp8) {  // tile 0's K; then K of tile k + 1 during tile k's P V
+    if (n_tiles > 0) {
+      mbarrier_wait_parity(&full[0], 0);
+      convert_fp8_half(stage(0), half_tile, 0, tid);
+      fence_proxy_async_smem();
+      __syncthreads();
+    }
+  }
   TileCursor at;  // the tile computed
   for (int k = 0; k < n_tiles; ++k, at.next(w)) {
     const int st = k % kSt;
-    mbarrier_wait_parity(&full[st], (k / kSt) & 1);
-    const uint32_t k_addr = smem_addr(stage(st)), v_addr = k_addr + kTileBytes;
+    if constexpr (!kFp8) mbarrier_wait_parity(&full[st], (k / kSt) & 1);
+    const uint32_t k_addr = smem_addr(kFp8 ? half_tile : stage(st)), v_addr = k_addr + kTileBytes;
     float s[32];
     wgmma_fence();
     const uint64_t db0 = wgmma_desc_sw128(k_addr, 16, 1024);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_m64n64k16_rs<T>(s, qf[kk],
+      wgmma_m64n64k16_rs<M>(s, qf[kk],
                             wgmma_desc_advance(db0, (kk / 4) * kPanelBytes + (kk % 4) * 32),
                             kk > 0 ? 1 : 0);
     wgmma_commit();
+    if constexpr (kFp8) convert_fp8_half(stage(st), half_tile, 1, tid);  // V, beside S
     wgmma_wait<0>();
     wgmma_fence_operand(s);
+    if constexpr (kFp8) {
+      fence_proxy_async_smem();  // V's stores before P V reads them, the stage's reads before
+      __syncthreads();           // its refill; and every warp's S has read K
+      if (warp == 0 && k + kSt < n_tiles) {
+        fill_stage(st, loader);
+        loader.next(w);
+      }
+    }
     const CascadeItem& it = w.first[at.j];
     const bool reads[2] = {row_item[0] == at.j, row_item[1] == at.j};
     float corr[2];
@@ -305,10 +295,10 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
 #pragma unroll
     for (int kk = 0; kk < kTileTokens / 16; ++kk) {
       const float* x = s + 8 * kk;
-      pa[kk][0] = pack2<T>(x[0], x[1]);
-      pa[kk][1] = pack2<T>(x[2], x[3]);
-      pa[kk][2] = pack2<T>(x[4], x[5]);
-      pa[kk][3] = pack2<T>(x[6], x[7]);
+      pa[kk][0] = pack2<M>(x[0], x[1]);
+      pa[kk][1] = pack2<M>(x[2], x[3]);
+      pa[kk][2] = pack2<M>(x[4], x[5]);
+      pa[kk][3] = pack2<M>(x[6], x[7]);
     }
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
@@ -317,13 +307,21 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     const uint64_t dv0 = wgmma_desc_sw128(v_addr, kPanelBytes, 1024);
 #pragma unroll
     for (int kk = 0; kk < kTileTokens / 16; ++kk)
-      wgmma_m64n128k16_rs_tb<T>(o, pa[kk], wgmma_desc_advance(dv0, kk * 16 * 128), 1);
+      wgmma_m64n128k16_rs_tb<M>(o, pa[kk], wgmma_desc_advance(dv0, kk * 16 * 128), 1);
     wgmma_commit();
+    if constexpr (kFp8) {
+      if (k + 1 < n_tiles) {  // the next tile's K, beside P V
+        const int nx = (k + 1) % kSt;
+        mbarrier_wait_parity(&full[nx], ((k + 1) / kSt) & 1);
+        convert_fp8_half(stage(nx), half_tile, 0, tid);
+      }
+    }
     wgmma_wait<0>();
     wgmma_fence_operand(o);
-    __syncthreads();  // no wgmma reads stage st any more
-    if (warp == 0 && k + kSt < n_tiles) {
-      fill(a, maps, w.first[loader.j], kvh, stage(st), &full[st], loader.k, lane);
+    if constexpr (kFp8) fence_proxy_async_smem();  // the next K's stores before S reads them
+    __syncthreads();  // no wgmma reads stage st (fp8: the fp16 tile's V) any more
+    if (!kFp8 && warp == 0 && k + kSt < n_tiles) {
+      fill_stage(st, loader);
       loader.next(w);
     }
   }

@@ -12,6 +12,10 @@
 
 namespace folio::cuda::cascade_detail {
 
+// The wgmma kernel's geometry: head_dim 128 and a block size that is a power of two in [8, 64]
+// (whatever the dtypes; cascade_supported checks those).
+bool wide_geometry(const PagedAttentionParams& p);
+
 // Partials for every kv head into part_o / part_ml (the workspace's layout,
 // cascade_attention.cu) of items[0, num_wide), one per block, and of the packs: pack b's items
 // items[pack_start[b], pack_start[b + 1]) to one block (device array of num_packs + 1; may be

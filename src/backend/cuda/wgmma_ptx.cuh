@@ -75,6 +75,11 @@ __device__ __forceinline__ void store_zero_16_smem(void* p) {
   *reinterpret_cast<uint4*>(p) = make_uint4(0, 0, 0, 0);
 }
 
+// Stores 16 bytes to shared memory that a wgmma will read (fenced as store_zero_16_smem).
+__device__ __forceinline__ void store_16_smem(void* p, uint4 v) {
+  *reinterpret_cast<uint4*>(p) = v;
+}
+
 // stmatrix.x4 (sm_90): the warp stores four 8x8 16-bit matrices; lanes 8i..8i+7 give the row
 // addresses (16 bytes each, 16-aligned) of matrix i, whose (row lane / 4, cols 2 (lane % 4) ..+1)
 // each lane holds in r[i] -- mma's accumulator layout, so a warp's packed O pairs go out as

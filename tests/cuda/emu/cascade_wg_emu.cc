@@ -1,7 +1,8 @@
 // Runs the cascade wgmma kernel's device code (src/backend/cuda/cascade_attention_wg.cuh) on the
 // SIMT emulator (simt_emu.h; wgmma, TMA and mbarriers from shim/) over the items of real plans
 // (backend/cascade_plan.h), merges the partials on the host as cascade_merge_kernel does, and
-// compares every (row, head) with a double-precision reference: bf16 and fp16, GQA 4 and 8 (16
+// compares every (row, head) with a double-precision reference: bf16 and fp16 (each also over an
+// e4m3 cache, the reference reading the values of its codes), GQA 4 and 8 (16
 // and 8 rows per item), pages of 8, 16, 32 and 64, groups sharing prefixes of several tiles,
 // nested prefixes, loners, own suffixes of 1 token to a few tiles, items shorter than one tile, a
 // prefix of 10 tiles (the 3-stage ring wraps), cut pages at tok_end, and the pool's slots past
@@ -18,6 +19,7 @@
 #include "backend/cascade_packs.h"
 #include "backend/cuda/cascade_attention_wg.cuh"
 #include "backend/cuda/tensor_map.h"
+#include "base/fp8.h"
 // clang-format on
 
 #include <algorithm>
@@ -35,9 +37,9 @@ using folio::CascadeOptions;
 using folio::CascadePlan;
 using folio::cuda::DType;
 
-template <typename T, int kSt>
+template <typename T, int kSt, typename C>
 void kernel(Args a, Maps maps) {
-  partial_body<T, kSt>(a, maps, emu::smem());
+  partial_body<T, kSt, C>(a, maps, emu::smem());
 }
 
 struct Group {
@@ -50,6 +52,7 @@ struct Case {
   std::vector<Group> groups;
   int max_tokens_per_item;  // the plan's; small values give items shorter than a tile
   int pack;                 // at most this many items to a pack where packed
+  bool fp8 = false;         // an e4m3 cache (the kernel's fp16 products)
 };
 
 // Returns the worst relative error of one (row, head) output, INFINITY on a launch failure or a
@@ -85,14 +88,32 @@ double run(const Case& c, bool packed, int stages, std::mt19937& rng) {
               table[bts[lead] + c.groups[0].prefix_blocks + b];
   const int n = static_cast<int>(ctx.size());
   const size_t slots = static_cast<size_t>(next_block) * bs;
+  // The cache as the kernel reads it (T, or e4m3 codes), and as the reference reads it (the
+  // values those codes stand for).
   std::vector<T> kc(slots * KV * D), vc(slots * KV * D);
-  for (auto& x : kc) x = T(u(rng));
-  for (auto& x : vc) x = T(u(rng));
+  std::vector<uint8_t> k8(c.fp8 ? kc.size() : 0), v8(k8.size());
+  auto fill = [&](std::vector<T>& vals, std::vector<uint8_t>& codes) {
+    for (size_t i = 0; i < vals.size(); ++i) {
+      const float x = u(rng);
+      if (!c.fp8) {
+        vals[i] = T(x);
+        continue;
+      }
+      codes[i] = folio::float_to_fp8_e4m3(x);
+      vals[i] = T(folio::fp8_e4m3_to_float(codes[i]));
+    }
+  };
+  fill(kc, k8);
+  fill(vc, v8);
   for (int s = 0; s < n; ++s)  // NaN past each row's end in its last block
     for (int j = ctx[s]; j < (bts[s + 1] - bts[s]) * bs; ++j) {
       const size_t slot = static_cast<size_t>(table[bts[s] + j / bs]) * bs + j % bs;
       std::fill_n(kc.begin() + slot * KV * D, KV * D, T(NAN));
       std::fill_n(vc.begin() + slot * KV * D, KV * D, T(NAN));
+      if (c.fp8) {
+        std::fill_n(k8.begin() + slot * KV * D, KV * D, uint8_t{0x7F});  // e4m3 NaN
+        std::fill_n(v8.begin() + slot * KV * D, KV * D, uint8_t{0x7F});
+      }
     }
   std::vector<T> q(static_cast<size_t>(n) * H * D);
   for (auto& x : q) x = T(u(rng));
@@ -136,18 +157,25 @@ double run(const Case& c, bool packed, int stages, std::mt19937& rng) {
     multi_row_packed += plan.items[i].num_rows > 1;
   const int blocks = a.num_wide + a.num_packs;
   Maps maps;
+  // An e4m3 cache's maps see its rows as 64 16-bit pairs (cascade_attention_wg.cu's launch_wide).
+  const void* kmap = c.fp8 ? static_cast<const void*>(k8.data()) : kc.data();
+  const void* vmap = c.fp8 ? static_cast<const void*>(v8.data()) : vc.data();
+  const int map_dim = c.fp8 ? D / 2 : D;
   using folio::cuda::encode_paged_cache_map;
-  if (!encode_paged_cache_map(&maps.k_page, c.dt, kc.data(), KV, D, bs).ok() ||
-      !encode_paged_cache_map(&maps.v_page, c.dt, vc.data(), KV, D, bs).ok() ||
-      !encode_paged_cache_map(&maps.k_row, c.dt, kc.data(), KV, D, 1).ok() ||
-      !encode_paged_cache_map(&maps.v_row, c.dt, vc.data(), KV, D, 1).ok())
+  if (!encode_paged_cache_map(&maps.k_page, c.dt, kmap, KV, map_dim, bs).ok() ||
+      !encode_paged_cache_map(&maps.v_page, c.dt, vmap, KV, map_dim, bs).ok() ||
+      !encode_paged_cache_map(&maps.k_row, c.dt, kmap, KV, map_dim, 1).ok() ||
+      !encode_paged_cache_map(&maps.v_row, c.dt, vmap, KV, map_dim, 1).ok())
     return INFINITY;
-  if (stages == 2)
-    emu::launch(kernel<T, 2>, dim3(static_cast<unsigned>(blocks), KV), kThreads, smem_bytes(2), a,
-                maps);
+  const dim3 grid(static_cast<unsigned>(blocks), KV);
+  if (c.fp8 && stages == 2)
+    emu::launch(kernel<T, 2, uint8_t>, grid, kThreads, smem_bytes_fp8(2), a, maps);
+  else if (c.fp8)
+    emu::launch(kernel<T, 3, uint8_t>, grid, kThreads, smem_bytes_fp8(3), a, maps);
+  else if (stages == 2)
+    emu::launch(kernel<T, 2, T>, grid, kThreads, smem_bytes(2), a, maps);
   else
-    emu::launch(kernel<T, 3>, dim3(static_cast<unsigned>(blocks), KV), kThreads, smem_bytes(3), a,
-                maps);
+    emu::launch(kernel<T, 3, T>, grid, kThreads, smem_bytes(3), a, maps);
 
   double worst = 0;
   for (int s = 0; s < n; ++s)
@@ -222,6 +250,11 @@ int main(int argc, char** argv) {
       {bf, 8, 1, 64, {{4, 3}, {2, 2}}, 1024, 5},            // page 64: one page per tile
       {bf, 8, 2, 16, {{17, 6}, {1, 0}}, 32, 2},             // 17 rows (2 items), items of 2 pages
       {bf, 8, 2, 16, {{3, 40}}, 1024, 16},  // 10-tile prefix: the ring wraps 3 times
+      // An e4m3 cache: bf16 and fp16 q, pages 16, 8 and 64, cut pages, the ring wrapping.
+      {bf, 8, 2, 16, {{5, 12}, {1, 0}, {3, 9}}, 1024, 16, true},
+      {fp, 16, 2, 8, {{9, 17}, {2, 8}}, 1024, 8, true},
+      {bf, 8, 1, 64, {{4, 3}, {2, 2}}, 1024, 5, true},
+      {bf, 8, 2, 16, {{3, 40}}, 1024, 16, true},
   };
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   int failures = 0;
@@ -236,13 +269,14 @@ int main(int argc, char** argv) {
       const Case& c = cases[i];
       const double err = c.dt == bf ? run<__nv_bfloat16>(c, packed, stages, rng)
                                     : run<__half>(c, packed, stages, rng);
-      // P is rounded to 16 bits before P V: bf16 ~4e-3 relative per row, fp16 ~5e-4.
-      const bool ok = err < (c.dt == bf ? 1e-2 : 2e-3);
+      // P is rounded to 16 bits before P V: bf16 ~4e-3 relative per row, fp16 ~5e-4 (an fp8
+      // cache's products are fp16's whatever q's type; the reference reads the codes' values).
+      const bool ok = err < (c.dt == bf && !c.fp8 ? 1e-2 : 2e-3);
       failures += !ok;
-      std::printf("%s %-5s %d stages %s case %zu %s h%d kv%d page %d: worst row error %.3g\n",
+      std::printf("%s %-5s %d stages %s case %zu %s%s h%d kv%d page %d: worst row error %.3g\n",
                   ok ? "ok  " : "FAIL", pass % 2 == 0 ? "lazy" : "eager", stages,
-                  packed ? "packed" : "alone ", i, c.dt == bf ? "bf16" : "fp16", c.heads,
-                  c.kv_heads, c.block_size, err);
+                  packed ? "packed" : "alone ", i, c.dt == bf ? "bf16" : "fp16",
+                  c.fp8 ? " fp8 cache" : "", c.heads, c.kv_heads, c.block_size, err);
       std::fflush(stdout);
     }
   }

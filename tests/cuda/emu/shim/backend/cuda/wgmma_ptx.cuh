@@ -23,6 +23,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cuda/mma_ptx.cuh"  // half_bits_to_float, smem_addr
 #include "emu_block_sync.h"
 #include "simt_emu.h"
 
@@ -71,6 +72,10 @@ inline void wgmma_wait() {
 // As the kernel's, and recorded as a write for the race check (emu_async.h).
 inline void store_zero_16_smem(void* p) {
   std::memset(p, 0, 16);
+  emu::generic_smem_store(p);
+}
+inline void store_16_smem(void* p, uint4 v) {
+  std::memcpy(p, &v, 16);
   emu::generic_smem_store(p);
 }
 // Lane l = 8i + r writes row r of matrix i at its own address: lanes 4r..4r+3's r[i], in lane

@@ -1,0 +1,65 @@
+// The cascade wgmma kernel's geometry, arguments and work items (cascade_attention_wg.cuh has
+// the kernel and its protocol; cascade_attention_wg_fp8.cuh its fp8-cache form). Device code
+// only, included through cascade_attention_wg.cuh.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cascade_plan.h"
+
+namespace folio::cuda::cascade_wide {
+
+constexpr int D = 128;
+constexpr int kTileTokens = 64;
+constexpr int kStages = 3;     // the most stages a form has (kSt: 2, the default, or 3)
+constexpr int kThreads = 128;  // one warpgroup
+constexpr uint32_t kPanelBytes = kTileTokens * 128;  // 64 rows x 64 16-bit elements
+constexpr uint32_t kTileBytes = 2 * kPanelBytes;     // 64 rows x head_dim 128
+constexpr uint32_t kStageBytes = 2 * kTileBytes;     // K and V
+// Stages, their barriers, and slack to align the dynamic base to 1024 bytes.
+constexpr size_t smem_bytes(int stages) {
+  return size_t(stages) * kStageBytes + 64 + 1024;
+}
+constexpr size_t kSmemBytes = smem_bytes(kStages);
+
+struct Args {
+  const void* q;  // [tokens, num_heads, D], roped
+  const int32_t* query_start;
+  const int32_t* block_table;
+  const CascadeItem* items;  // the plan's
+  const int32_t* rows;
+  float* part_o;   // [num_slots][num_heads][D]
+  float* part_ml;  // [num_slots][num_heads][2]
+  int num_heads, num_kv_heads, block_size, block_shift;
+  float scale_log2;
+  // Blocks [0, num_packs) take pack b's items, items[pack_start[b], pack_start[b + 1])
+  // (cascade_packs.h: their query rows fit the block's 64); the next ones items[0, num_wide)
+  // alone. (Packs first: they are the longer blocks where several items go to one.)
+  const int32_t* pack_start;  // [num_packs + 1]
+  int num_wide, num_packs;
+};
+
+// Page boxes (block_size slots) and one-slot boxes of K and V (tensor_map.h).
+struct Maps {
+  CUtensorMap k_page, v_page, k_row, v_row;
+};
+
+// A block's work: `count` items from `first`, item j's query rows following item j - 1's (G per
+// item row: item row i, q head kvh G + m % G is query row m = (the item's first) + G i + m % G).
+// A wide item alone is the case count 1.
+struct Work {
+  const CascadeItem* first;
+  int count;
+};
+
+__device__ __forceinline__ Work block_work(const Args& a) {
+  const int b = blockIdx.x;
+  if (b >= a.num_packs) return {a.items + (b - a.num_packs), 1};
+  const int i0 = a.pack_start[b];
+  return {a.items + i0, a.pack_start[b + 1] - i0};
+}
+
+}  // namespace folio::cuda::cascade_wide
