@@ -18,8 +18,9 @@ Status one_of(const std::function<const char*(const char*)>& getenv, const char*
 }  // namespace
 
 Result<CascadeSwitches> read_cascade_switches(
-    int world, const std::function<const char*(const char*)>& getenv) {
+    int world, KvCacheDtype kv, const std::function<const char*(const char*)>& getenv) {
   CascadeSwitches s;
+  s.min_saving = cascade_default_min_saving(kv);
   std::string v;
   FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_ATTENTION", "0", "1", &v));
   s.requested = v.empty() ? world == 1 : v == "1";
@@ -27,8 +28,14 @@ Result<CascadeSwitches> read_cascade_switches(
   if (!v.empty()) s.wide = v == "1";
   FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_PACKS", "all", "one-row", &v));
   if (!v.empty()) s.pack_one_row_only = v == "one-row";
-  FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_STAGES", "2", "3", &v));
-  if (!v.empty()) s.wgmma_stages = v == "2" ? 2 : 3;
+  if (const char* e = getenv("FOLIO_CASCADE_STAGES")) {
+    const std::string st = e;
+    const bool fp8 = kv == KvCacheDtype::kFp8E4m3;
+    if (st != "2" && st != "3" && !(fp8 && st == "4"))
+      return invalid_argument("FOLIO_CASCADE_STAGES=" + st + ": expected 2 or 3" +
+                              (fp8 ? " or 4" : " (4 over an fp8 cache)"));
+    s.wgmma_stages = st[0] - '0';
+  }
   if (const char* m = getenv("FOLIO_CASCADE_MIN_SAVING")) {
     char* end = nullptr;
     const double f = std::strtod(m, &end);

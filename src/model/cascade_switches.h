@@ -16,9 +16,10 @@ struct CascadeSwitches {
   bool requested = true;
   bool wide = true;                 // FOLIO_CASCADE_WIDE=0|1: the wgmma kernel where it runs
   bool pack_one_row_only = false;   // FOLIO_CASCADE_PACKS=all|one-row
-  std::optional<int> wgmma_stages;  // FOLIO_CASCADE_STAGES=2|3 (unset: CascadeTuning's)
-  // FOLIO_CASCADE_MIN_SAVING, a fraction in [0, 1); unset: cascade_default_min_saving.
-  std::optional<double> min_saving;
+  // FOLIO_CASCADE_STAGES=2|3, or 4 over an fp8 cache (unset: CascadeTuning's).
+  std::optional<int> wgmma_stages;
+  // FOLIO_CASCADE_MIN_SAVING, a fraction in [0, 1); unset: cascade_default_min_saving(kv).
+  double min_saving = 0.3;
 };
 
 // The least share of a step's reads a cascade plan must save to run, by cache: 0.3 for a 16-bit
@@ -29,9 +30,9 @@ struct CascadeSwitches {
 // repeats): the break-even is near a 30% saving for 16 bits and near 60% for fp8.
 double cascade_default_min_saving(KvCacheDtype kv);
 
-// `getenv` looks a variable up (null: unset); `world` is the tensor-parallel world. A value out
-// of its set is an error naming the variable and what it expects.
+// `getenv` looks a variable up (null: unset); `world` is the tensor-parallel world, `kv` the
+// cache's dtype. A value out of its set is an error naming the variable and what it expects.
 Result<CascadeSwitches> read_cascade_switches(
-    int world, const std::function<const char*(const char*)>& getenv);
+    int world, KvCacheDtype kv, const std::function<const char*(const char*)>& getenv);
 
 }  // namespace folio

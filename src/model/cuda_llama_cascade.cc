@@ -19,7 +19,7 @@
 // FOLIO_CASCADE_PACKS=one-row packs only the one-row items there, leaving items of 2-8 rows to
 // the mma.sync kernel as before session 49 (=all, the default: every narrow item packed; an fp8
 // cache always packs all, and runs no cascade with FOLIO_CASCADE_WIDE=0);
-// FOLIO_CASCADE_STAGES=2|3 sets CascadeTuning::wgmma_stages.
+// FOLIO_CASCADE_STAGES=2|3 (or 4 over an fp8 cache) sets CascadeTuning::wgmma_stages.
 // Under tensor parallelism every rank plans the same step from the same batch (the plan reads
 // only the block tables, which are the same on every rank) and runs it on its own heads (config
 // is the rank's: num_heads / world, num_kv_heads / world), so the ranks take the same path and
@@ -54,7 +54,7 @@ constexpr int64_t kMinSavedTokens = 16384;
 
 Status CudaLlamaExecutor::Impl::read_cascade_env() {
   FOLIO_ASSIGN_OR_RETURN(const CascadeSwitches sw,
-                         read_cascade_switches(shard.world, [](const char* name) {
+                         read_cascade_switches(shard.world, kv.dtype, [](const char* name) {
                            return static_cast<const char*>(std::getenv(name));
                          }));
   cascade_requested = sw.requested;
@@ -70,7 +70,6 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
     // An fp8 cache runs every item on the wgmma kernel: not with FOLIO_CASCADE_WIDE=0.
     cascade_mode = cascade_requested && cuda::cascade_supported(cascade_geometry()) &&
                    (!kv_fp8() || cascade_wide);
-    if (!cascade_min_saving) cascade_min_saving = cascade_default_min_saving(kv.dtype);
   }
   cascade_on = false;
   if (cascade_mode != 1 || b.num_seqs() < 2) return Status();
@@ -80,9 +79,9 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   const CascadePlan plan =
       plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, options);
   // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
-  const double min_saving = *cascade_min_saving;
-  const bool pays = min_saving == 0 || (plan.saving() >= min_saving &&
-                                        plan.logical_tokens - plan.read_tokens >= kMinSavedTokens);
+  const bool pays =
+      cascade_min_saving == 0 || (plan.saving() >= cascade_min_saving &&
+                                  plan.logical_tokens - plan.read_tokens >= kMinSavedTokens);
   if (plan.num_segments == 0 || !pays) return Status();
 
   // The wgmma kernel's packs of the narrow items (none where it does not run: wide_min_rows 0).

@@ -5,7 +5,6 @@
 
 #include <deque>
 #include <memory>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -254,12 +253,12 @@ struct CudaLlamaExecutor::Impl {
   bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (unset: one GPU only)
   int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
   // The least share of the reads a plan must save (FOLIO_CASCADE_MIN_SAVING; unset: by the
-  // cache's dtype, cascade_default_min_saving, set at the first decode step).
-  std::optional<double> cascade_min_saving;
+  // cache's dtype, cascade_default_min_saving).
+  double cascade_min_saving = 0.3;
   bool cascade_wide = true;         // FOLIO_CASCADE_WIDE: wide items on the wgmma kernel
   bool cascade_pack_one_row_only = false;  // FOLIO_CASCADE_PACKS=one-row
   cuda::CascadeTuning cascade_tuning;  // FOLIO_CASCADE_STAGES
-  Status read_cascade_env();
+  Status read_cascade_env();  // after shard and kv.dtype are set
   bool cascade_on = false;        // this step runs cascade_attention
   int cascade_steps = 0;          // steps that did
   cuda::CascadeDevicePlan cascade_plan;

@@ -289,7 +289,6 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
     m->shard = whole_model_shard(config.num_heads, config.num_kv_heads, config.intermediate_size,
                                  config.vocab_size);
   }
-  FOLIO_RETURN_IF_ERROR(m->read_cascade_env());  // after the shard: TP changes the default
   FOLIO_RETURN_IF_ERROR(cuda_model_supported(m->config));
   FOLIO_ASSIGN_OR_RETURN(m->dt, resolve_cuda_dtype(options.dtype, config));
   FOLIO_ASSIGN_OR_RETURN(m->skinny_flow,
@@ -300,6 +299,8 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   m->kv.head_dim = config.head_dim;
   m->kv.block_size = options.block_size;
   m->kv.dtype = options.kv_cache_dtype;
+  // After the shard (TP changes the default) and the cache's dtype (the threshold, the stages).
+  FOLIO_RETURN_IF_ERROR(m->read_cascade_env());
   // copy_blocks moves 16-byte words: an fp8 block of an odd block size can fall short.
   if (m->kv_fp8() && m->layer_block_bytes() % 16 != 0)
     return unimplemented("--kv-cache-dtype fp8 needs block_size x kv_heads x head_dim (" +

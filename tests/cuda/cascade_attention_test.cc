@@ -9,6 +9,8 @@
 
 #include <cuda_runtime.h>
 
+#include <tuple>
+
 #include "attention_test_util.h"
 #include "backend/cascade_plan.h"
 #include "cascade_test_util.h"
@@ -108,6 +110,10 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
         std::vector<Form> forms = {
             {0, false, {}}, {64, false, {}}, {3, false, {}}, {3, false, {}}, {0, true, {}}};
         forms[3].tuning.wgmma_stages = 3;
+        if (fp8) {  // an fp8 cache's own 4-stage form
+          forms.push_back({3, false, {}});
+          forms.back().tuning.wgmma_stages = 4;
+        }
         if (wide_rows == 0)  // the mma.sync kernel's load forms on every item
           forms = {{-1, false, CascadeTuning{CascadeLoad::kBulkRows, true}},
                    {-1, false, CascadeTuning{CascadeLoad::kCpAsync, true}},
@@ -127,7 +133,8 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
                 (form.one_row_only ? " one-row" : "") + " in packs of " + dp.pack_sizes() +
                 (form.max_pack_items > 0 ? " (at most " + std::to_string(form.max_pack_items) + ")"
                                          : std::string(" (auto)")) +
-                (tuning.wgmma_stages == 3 ? ", 3 stages" : "");
+                (tuning.wgmma_stages > 2 ? ", " + std::to_string(tuning.wgmma_stages) + " stages"
+                                         : std::string());
           prob.dout.poison();
           const Status st =
               cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);
@@ -272,7 +279,21 @@ TEST(CascadeAttention, RefusesWhatItDoesNotSupport) {
     EXPECT_FALSE(cascade_wide_supported(p)) << bs;
     EXPECT_EQ(cascade_wide_min_rows(p), 0) << bs;
   }
+  // The wgmma kernel's stages: 2 or 3, and 4 over an fp8 cache only (checked before any launch).
   p.block_size = 16;
+  for (const auto& [kv, stages, ok] :
+       {std::tuple{KvCacheDtype::kAuto, 4, false}, std::tuple{KvCacheDtype::kFp8E4m3, 5, false},
+        std::tuple{KvCacheDtype::kFp8E4m3, 4, true}, std::tuple{KvCacheDtype::kAuto, 3, true}}) {
+    p.kv_dtype = kv;
+    CascadeTuning t;
+    t.wgmma_stages = stages;
+    const Status st = cascade_attention(p, CascadeDevicePlan{}, nullptr, nullptr, t);
+    EXPECT_EQ(st.ok(), ok) << stages << " stages: " << st.to_string();
+    if (!ok) {
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    }
+  }
+  p.kv_dtype = KvCacheDtype::kAuto;
   p.head_dim = 64;
   p.num_heads = 8;
   EXPECT_FALSE(cascade_wide_supported(p));

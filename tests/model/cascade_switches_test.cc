@@ -10,9 +10,10 @@
 namespace folio {
 namespace {
 
-// An environment of these variables only.
-Result<CascadeSwitches> read(int world, const std::map<std::string, std::string>& env) {
-  return read_cascade_switches(world, [&env](const char* name) -> const char* {
+// An environment of these variables only, over a 16-bit cache unless `kv` says otherwise.
+Result<CascadeSwitches> read(int world, const std::map<std::string, std::string>& env,
+                             KvCacheDtype kv = KvCacheDtype::kAuto) {
+  return read_cascade_switches(world, kv, [&env](const char* name) -> const char* {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });
@@ -25,9 +26,13 @@ TEST(CascadeSwitches, DefaultsAreOnForOneGpuAndOffUnderTensorParallelism) {
   EXPECT_TRUE(one->wide);
   EXPECT_FALSE(one->pack_one_row_only);
   EXPECT_FALSE(one->wgmma_stages.has_value());
-  EXPECT_FALSE(one->min_saving.has_value());  // the cache's default
-  EXPECT_DOUBLE_EQ(cascade_default_min_saving(KvCacheDtype::kAuto), 0.3);
-  EXPECT_DOUBLE_EQ(cascade_default_min_saving(KvCacheDtype::kFp8E4m3), 0.6);
+  EXPECT_DOUBLE_EQ(one->min_saving, 0.3);
+  auto fp8 = read(1, {}, KvCacheDtype::kFp8E4m3);  // an fp8 cache asks a larger saving
+  ASSERT_TRUE(fp8.ok());
+  EXPECT_DOUBLE_EQ(fp8->min_saving, 0.6);
+  fp8 = read(1, {{"FOLIO_CASCADE_MIN_SAVING", "0.25"}}, KvCacheDtype::kFp8E4m3);
+  ASSERT_TRUE(fp8.ok());
+  EXPECT_DOUBLE_EQ(fp8->min_saving, 0.25);
   auto tp = read(2, {});
   ASSERT_TRUE(tp.ok());
   EXPECT_FALSE(tp->requested);  // opt-in until it has run on 2 GPUs
@@ -48,7 +53,7 @@ TEST(CascadeSwitches, EachSwitchTakesItsValues) {
   EXPECT_FALSE(s->wide);
   EXPECT_TRUE(s->pack_one_row_only);
   EXPECT_EQ(s->wgmma_stages, 3);
-  EXPECT_EQ(s->min_saving, 0.0);
+  EXPECT_DOUBLE_EQ(s->min_saving, 0.0);
   s = read(1, {{"FOLIO_CASCADE_WIDE", "1"},
                {"FOLIO_CASCADE_PACKS", "all"},
                {"FOLIO_CASCADE_STAGES", "2"},
@@ -57,7 +62,14 @@ TEST(CascadeSwitches, EachSwitchTakesItsValues) {
   EXPECT_TRUE(s->wide);
   EXPECT_FALSE(s->pack_one_row_only);
   EXPECT_EQ(s->wgmma_stages, 2);
-  EXPECT_EQ(s->min_saving, 0.5);
+  EXPECT_DOUBLE_EQ(s->min_saving, 0.5);
+  // 4 stages over an fp8 cache only.
+  s = read(1, {{"FOLIO_CASCADE_STAGES", "4"}}, KvCacheDtype::kFp8E4m3);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->wgmma_stages, 4);
+  s = read(1, {{"FOLIO_CASCADE_STAGES", "4"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("fp8"), std::string::npos) << s.status().message();
 }
 
 TEST(CascadeSwitches, ValuesOutOfTheirSetAreErrorsNamingTheVariable) {

@@ -291,6 +291,11 @@ Status cascade_attention(const PagedAttentionParams& p, const CascadeDevicePlan&
     return unimplemented(
         "cascade attention: needs a 16-bit cache and head_dim 64 or 128, or an fp8 cache, "
         "head_dim 128 and pages of 8-64 tokens (a power of two)");
+  const bool fp8 = p.kv_dtype == KvCacheDtype::kFp8E4m3;
+  const int stages = tuning.wgmma_stages;
+  if (stages != 2 && stages != 3 && !(fp8 && stages == 4))
+    return invalid_argument("cascade attention: wgmma_stages " + std::to_string(stages) +
+                            " (2 or 3; 4 over an fp8 cache)");
   if (p.num_seqs <= 0 || plan.num_items <= 0) return Status();
   cudaStream_t st = as_stream(stream);
   const bool bf16 = p.dtype == DType::kBF16;

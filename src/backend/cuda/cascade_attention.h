@@ -76,7 +76,11 @@ struct CascadeTuning {
   // per 16 rows, the others idle.
   bool split_keys = true;
   // The wgmma kernel's K/V stages: 2 (Q's fragments straight from global memory; 64 KB, three
-  // blocks per SM) or 3 (Q borrows the third on its way to registers; 96 KB, two blocks per SM).
+  // blocks per SM) or 3 (Q borrows the third on its way to registers; 96 KB, two blocks per SM);
+  // over an fp8 cache also 4 (stages of 16 KB beside a 32 KB fp16 tile: 64 / 80 / 96 KB). fp8,
+  // H200, session 50: 3 / 4 stages (two blocks per SM) 7% faster at b32 but 8-11% slower at
+  // b256-b1024 (groups of 16 b1024 606 against 548 us); end to end 64 x 16 14,422 against 14,706
+  // output tok/s, n = 4 9,391 / 9,361 against 9,560: 2 stays the default for both caches.
   // H200, session 47: 2 stages at b1024 groups of 16 467-469 against 529-531 us, one prefix 394
   // against 511, b256 108-130 against 134-142, b32 40 against 42; end to end 64 x 16 14,737
   // against 14,069 output tok/s. ncu had shown the 3-stage form at 12.5% occupancy with DRAM

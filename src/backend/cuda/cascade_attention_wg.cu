@@ -72,6 +72,7 @@ template <typename T, typename Launch>
 Status launch_typed(int stages, bool fp8, Launch&& launch) {
   using cascade_wide::smem_bytes;
   using cascade_wide::smem_bytes_fp8;
+  if (fp8 && stages == 4) return launch(&cascade_wide_kernel<T, 4, uint8_t>, smem_bytes_fp8(4));
   if (fp8)
     return stages == 2 ? launch(&cascade_wide_kernel<T, 2, uint8_t>, smem_bytes_fp8(2))
                        : launch(&cascade_wide_kernel<T, 3, uint8_t>, smem_bytes_fp8(3));

@@ -157,12 +157,13 @@ __device__ __forceinline__ bool query_row(const Work& w, int m, int G, int* j, i
 // shared memory. kSt 3: Q borrows stage 2 on its way to registers (96 KB, 2 blocks per SM); kSt
 // 2: Q's fragments straight from global memory (64 KB, 3 blocks per SM). C: the cache's element,
 // T (16-bit) or uint8_t (e4m3: cascade_attention_wg_fp8.cuh; smem_bytes_fp8(kSt), the products
-// in fp16, Q through the fp16 tile in the 3-stage form).
+// in fp16, Q through the fp16 tile with 3 or 4 stages; 2 stages: 64 KB, 3: 80 KB, 4: 96 KB).
 template <typename T, int kSt = kStages, typename C = T>
 __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
                                              unsigned char* smem_raw) {
-  static_assert(kSt == 2 || kSt == 3);
   constexpr bool kFp8 = std::is_same_v<C, uint8_t>;
+  static_assert(kSt == 2 || kSt == 3 || (kFp8 && kSt == 4));
+  constexpr bool kQViaSmem = kSt >= 3;  // else Q's fragments straight from global memory
   static_assert(kFp8 || std::is_same_v<C, T>);
   using M = std::conditional_t<kFp8, __half, T>;  // the products' type
   constexpr uint32_t kStageStride = kFp8 ? kFp8StageBytes : kStageBytes;
@@ -195,7 +196,7 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     return q + (qrow * a.num_heads + kvh * G + m % G) * D + col;
   };
   unsigned char* q_tile = kFp8 ? half_tile : stage(2);
-  if constexpr (kSt == 3) {  // Q rows into stage 2's K tile: 16 chunks of 16 bytes per row
+  if constexpr (kQViaSmem) {  // Q rows into stage 2's K tile: 16 chunks of 16 bytes per row
     for (int c = tid; c < 64 * (D / 8); c += kThreads) {
       const int m = c / (D / 8), col = (c % (D / 8)) * 8;
       bool valid;
@@ -214,7 +215,7 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
     for (int k = 0; k < n_tiles && k < kSt - 1; ++k, loader.next(w)) fill_stage(k, loader);
   }
   uint32_t qf[D / 16][4];  // A fragments: (row g | g + 8) x (cols 2 t4 | 2 t4 + 8) of 16-col step
-  if constexpr (kSt == 3) {
+  if constexpr (kQViaSmem) {
     cp_async_wait<0>();
     __syncthreads();  // every Q row is in shared memory
 #pragma unroll

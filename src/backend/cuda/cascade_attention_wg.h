@@ -19,7 +19,7 @@ bool wide_geometry(const PagedAttentionParams& p);
 // Partials for every kv head into part_o / part_ml (the workspace's layout,
 // cascade_attention.cu) of items[0, num_wide), one per block, and of the packs: pack b's items
 // items[pack_start[b], pack_start[b + 1]) to one block (device array of num_packs + 1; may be
-// null when num_packs is 0); stages: 3, or 2 (CascadeTuning::wgmma_stages). The caller checked
+// null when num_packs is 0); stages: 2 or 3, or 4 over an fp8 cache (CascadeTuning::wgmma_stages). The caller checked
 // cascade_wide_supported(p).
 Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_wide,
                    const int32_t* pack_start, int num_packs, const int32_t* rows, float* part_o,
