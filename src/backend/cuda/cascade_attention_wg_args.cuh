@@ -14,7 +14,7 @@ namespace folio::cuda::cascade_wide {
 
 constexpr int D = 128;
 constexpr int kTileTokens = 64;
-constexpr int kStages = 3;     // the most stages a form has (kSt: 2, the default, or 3)
+constexpr int kStages = 3;     // a 16-bit cache's most stages (kSt: 2, the default, or 3)
 constexpr int kThreads = 128;  // one warpgroup
 constexpr uint32_t kPanelBytes = kTileTokens * 128;  // 64 rows x 64 16-bit elements
 constexpr uint32_t kTileBytes = 2 * kPanelBytes;     // 64 rows x head_dim 128
@@ -23,7 +23,6 @@ constexpr uint32_t kStageBytes = 2 * kTileBytes;     // K and V
 constexpr size_t smem_bytes(int stages) {
   return size_t(stages) * kStageBytes + 64 + 1024;
 }
-constexpr size_t kSmemBytes = smem_bytes(kStages);
 
 struct Args {
   const void* q;  // [tokens, num_heads, D], roped

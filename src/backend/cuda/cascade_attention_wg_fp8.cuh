@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "backend/cuda/cascade_attention_wg_args.cuh"
+#include "backend/cuda/fp8_e4m3.cuh"
 #include "backend/cuda/wgmma_ptx.cuh"
 
 namespace folio::cuda::cascade_wide {
@@ -54,19 +55,6 @@ __device__ __forceinline__ uint32_t as_mma(uint32_t w) {
   }
 }
 
-// Eight e4m3 codes (low byte first) -> eight fp16 values in 16 bytes, exactly.
-__device__ __forceinline__ uint4 e4m3x8_to_half8(uint32_t lo, uint32_t hi) {
-  uint32_t out[4];
-  const uint32_t w[2] = {lo, hi};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
-        static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2))), __NV_E4M3);
-    out[i] = static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
-  }
-  return make_uint4(out[0], out[1], out[2], out[3]);
-}
-
 // K (kv 0) or V (kv 1) of the fp8 stage `src` (K | V, rows of 8 16-byte chunks, chunk c of row
 // r at c ^ (r % 8)) into the fp16 tile `dst` (K | V, each two panels of 64 dims: dims 64 p + 8 c
 // .. of row r at panel p's chunk c ^ (r % 8)). Thread tid takes chunks tid + 128 i: a warp reads
@@ -84,8 +72,8 @@ __device__ __forceinline__ void convert_fp8_half(const unsigned char* src, unsig
     // Dims 16 lc .. + 15: panel lc / 4, its chunks 2 (lc % 4) and + 1.
     unsigned char* row = dst + (lc / 4) * kPanelBytes + r * 128;
     const int c0 = 2 * (lc % 4);
-    const uint4 first = e4m3x8_to_half8(codes.x, codes.y);
-    const uint4 second = e4m3x8_to_half8(codes.z, codes.w);
+    const uint4 first = e4m3x8_to_half8(make_uint2(codes.x, codes.y));
+    const uint4 second = e4m3x8_to_half8(make_uint2(codes.z, codes.w));
     // The second panel's lanes store their odd chunk first, so a quarter warp's first stores
     // fall on eight different chunks of the row's banks.
     if (lc < 4) {

@@ -46,6 +46,19 @@ __device__ __forceinline__ void unpack8_e4m3(const uint2& r, float (&f)[8]) {
   }
 }
 
+// Eight e4m3 codes (element i in byte i) -> eight fp16 values packed in 16 bytes, exactly.
+__device__ __forceinline__ uint4 e4m3x8_to_half8(uint2 codes) {
+  const uint32_t w[2] = {codes.x, codes.y};
+  uint32_t out[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+        static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2))), __NV_E4M3);
+    out[i] = static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
 // N floats -> N e4m3 codes at p, as one aligned store: N = 8 (8 bytes, p 8-byte aligned), 4
 // (4 bytes, 4-byte aligned) or 1.
 template <int N>

@@ -16,20 +16,19 @@ constexpr int kThreads = 256;
 // 2^-9..2^8), NaN stays NaN.
 template <typename T>
 __device__ __forceinline__ uint4 dequant8(uint2 codes) {
-  const uint32_t w[2] = {codes.x, codes.y};
-  uint32_t out[4];
+  const uint4 h = e4m3x8_to_half8(codes);
+  if constexpr (std::is_same_v<T, __half>) {
+    return h;
+  } else {
+    uint32_t w[4] = {h.x, h.y, h.z, h.w};
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint16_t pair = static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2)));
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
-    if constexpr (std::is_same_v<T, __half>) {
-      out[i] = static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
-    } else {
-      const __nv_bfloat162 b = __float22bfloat162_rn(__half22float2(__half2(h)));
-      out[i] = *reinterpret_cast<const uint32_t*>(&b);
+    for (int i = 0; i < 4; ++i) {
+      const __nv_bfloat162 b =
+          __float22bfloat162_rn(__half22float2(*reinterpret_cast<const __half2*>(&w[i])));
+      w[i] = *reinterpret_cast<const uint32_t*>(&b);
     }
+    return make_uint4(w[0], w[1], w[2], w[3]);
   }
-  return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
 // grid (num_pairs, 2): block (i, c) converts pair i's block of cache c (0: K, 1: V), each thread
