@@ -28,6 +28,8 @@ Result<CascadeSwitches> read_cascade_switches(
   if (!v.empty()) s.wide = v == "1";
   FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_PACKS", "all", "one-row", &v));
   if (!v.empty()) s.pack_one_row_only = v == "one-row";
+  FOLIO_RETURN_IF_ERROR(one_of(getenv, "FOLIO_CASCADE_GRAPHS", "0", "1", &v));
+  if (!v.empty()) s.graphs = v == "1";
   if (const char* e = getenv("FOLIO_CASCADE_STAGES")) {
     const std::string st = e;
     const bool fp8 = kv == KvCacheDtype::kFp8E4m3;

@@ -6,9 +6,18 @@
 // 1.6-2.0 ms per layer that way, where reading each block once would take 0.25-0.38 ms. Each
 // decode step therefore asks the host planner (backend/cascade_plan.h) whether its rows share
 // enough; if the plan saves at least `cascade_min_saving` of the reads and kMinSavedTokens
-// tokens, the step runs eagerly (no CUDA graph: the plan's shape changes from step to step) with
-// cascade_attention in every layer, and qkv_post runs on its own (the fused tc path writes K/V
-// inside the decode kernel).
+// tokens, the step runs cascade_attention in every layer, and qkv_post runs on its own (the
+// fused tc path writes K/V inside the decode kernel).
+//
+// CUDA graphs: the plan's shape changes from step to step, so a graph cannot bake it in. Where
+// every item is on the wgmma kernel (wide, or packed: the default over head_dim 128 and pages
+// of 8-64 tokens), the step replays its bucket's cascade graph (cuda_llama_graphs.cc) in the
+// kernels' bounded form (cascade_attention.h): the plan's arrays at offsets fixed by
+// capacities (upload_cascade_plan), the wgmma kernel reading its counts on the device over a
+// grid as wide as the bucket's bound (bound_cascade_graph: the next power of two of the widest
+// plan seen; a wider plan recaptures), the merge over the bucket's rows (padding rows have no
+// slots). Other plans (FOLIO_CASCADE_PACKS=one-row, head_dim 64, FOLIO_CASCADE_WIDE=0) run
+// eagerly.
 //
 // The switches (parsed by model/cascade_switches.h, tested on the CPU):
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
@@ -19,7 +28,8 @@
 // FOLIO_CASCADE_PACKS=one-row packs only the one-row items there, leaving items of 2-8 rows to
 // the mma.sync kernel as before session 49 (=all, the default: every narrow item packed; an fp8
 // cache always packs all, and runs no cascade with FOLIO_CASCADE_WIDE=0);
-// FOLIO_CASCADE_STAGES=2|3 (or 4 over an fp8 cache) sets CascadeTuning::wgmma_stages.
+// FOLIO_CASCADE_STAGES=2|3 (or 4 over an fp8 cache) sets CascadeTuning::wgmma_stages;
+// FOLIO_CASCADE_GRAPHS=0 runs every cascade step eagerly (below), for A/B runs.
 // Under tensor parallelism every rank plans the same step from the same batch (the plan reads
 // only the block tables, which are the same on every rank) and runs it on its own heads (config
 // is the rank's: num_heads / world, num_kv_heads / world), so the ranks take the same path and
@@ -30,6 +40,8 @@
 // (cuda::cascade_supported). The kernels' figures are the measured ones (H200,
 // session 47, wgmma for wide items and packed own suffixes, two stages): 3.5-4.4x the per-row
 // kernel at 1024 rows, 3.6-4.3x at 256, 1.9x at 32 (a 2048-token prefix shared by 16 or all).
+#include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -47,7 +59,8 @@ size_t align16(size_t n) {
 }
 
 // Fewer saved tokens than this per layer would save under ~0.5 ms a step on an 8B model (16k
-// tokens x 4 KiB x 32 layers at ~4 TB/s), about what giving up the step's CUDA graph may cost.
+// tokens x 4 KiB x 32 layers at ~4 TB/s), about what giving up the step's CUDA graph cost when
+// every cascade step ran eagerly (before session 51; not re-measured since).
 constexpr int64_t kMinSavedTokens = 16384;
 
 }  // namespace
@@ -60,6 +73,7 @@ Status CudaLlamaExecutor::Impl::read_cascade_env() {
   cascade_requested = sw.requested;
   cascade_wide = sw.wide;
   cascade_pack_one_row_only = sw.pack_one_row_only;
+  cascade_graphs = sw.graphs;
   if (sw.wgmma_stages) cascade_tuning.wgmma_stages = *sw.wgmma_stages;
   cascade_min_saving = sw.min_saving;
   return Status();
@@ -90,45 +104,94 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (options.wide_min_rows > 0)
     packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
                                       cascade_pack_one_row_only && !kv_fp8());
-  // One upload: [items | rows | row_slot_start | row_slots | pack_start], each 16-byte aligned.
-  const size_t items_b = align16(plan.items.size() * sizeof(CascadeItem));
-  const size_t rows_b = align16(plan.rows.size() * sizeof(int32_t));
-  const size_t start_b = align16(plan.row_slot_start.size() * sizeof(int32_t));
-  const size_t slots_b = align16(plan.row_slots.size() * sizeof(int32_t));
-  const size_t packs_b = packs.size() * sizeof(int32_t);
-  const size_t total = items_b + rows_b + start_b + slots_b + packs_b;
-  cuda::PinnedHostBuffer& staged = cascade_host[staging];
-  FOLIO_RETURN_IF_ERROR(ensure_pinned(staged, total));
-  FOLIO_RETURN_IF_ERROR(ensure_device(cascade_dev, staged.bytes()));
-  FOLIO_RETURN_IF_ERROR(ensure_device(
-      cascade_ws,
-      cuda::cascade_workspace_bytes(plan.num_slots, config.num_heads, config.head_dim)));
-  auto* h = static_cast<std::byte*>(staged.data());
-  std::memcpy(h, plan.items.data(), plan.items.size() * sizeof(CascadeItem));
-  std::memcpy(h + items_b, plan.rows.data(), plan.rows.size() * sizeof(int32_t));
-  std::memcpy(h + items_b + rows_b, plan.row_slot_start.data(),
-              plan.row_slot_start.size() * sizeof(int32_t));
-  std::memcpy(h + items_b + rows_b + start_b, plan.row_slots.data(),
-              plan.row_slots.size() * sizeof(int32_t));
-  std::memcpy(h + items_b + rows_b + start_b + slots_b, packs.data(), packs_b);
-  // The legacy stream orders this copy before the step's kernels; this staging buffer's last
-  // user, two steps back, has finished (see Impl::staging).
-  FOLIO_RETURN_IF_ERROR(cuda::copy_async(cascade_dev.data(), staged.data(), total, nullptr));
-  auto* d = static_cast<std::byte*>(cascade_dev.data());
-  cascade_plan.items = reinterpret_cast<const CascadeItem*>(d);
-  cascade_plan.num_items = static_cast<int>(plan.items.size());
-  cascade_plan.num_wide_items = plan.num_wide_items;
-  cascade_plan.pack_begin = packs.empty() ? cascade_plan.num_items : packs.front();
-  cascade_plan.pack_start =
-      reinterpret_cast<const int32_t*>(d + items_b + rows_b + start_b + slots_b);
-  cascade_plan.num_packs = packs.empty() ? 0 : static_cast<int>(packs.size()) - 1;
-  cascade_plan.rows = reinterpret_cast<const int32_t*>(d + items_b);
-  cascade_plan.row_slot_start = reinterpret_cast<const int32_t*>(d + items_b + rows_b);
-  cascade_plan.row_slots = reinterpret_cast<const int32_t*>(d + items_b + rows_b + start_b);
-  cascade_plan.num_slots = plan.num_slots;
+  // A graph step's padding rows have no slots (the bucket's graph merges B rows).
+  const int padded_seqs = std::max(b.num_seqs(), graph_bucket(b.num_seqs()));
+  FOLIO_RETURN_IF_ERROR(upload_cascade_plan(plan, packs, padded_seqs));
+  cascade_graphable = cascade_graphs && !packs.empty() && packs.front() == plan.num_wide_items;
+  cascade_blocks = plan.num_wide_items + (packs.empty() ? 0 : static_cast<int>(packs.size()) - 1);
   cascade_on = true;
   ++cascade_steps;
   return Status();
+}
+
+// Layout of cascade_dev, 16-byte aligned parts at offsets fixed by cascade_cap:
+// [counts (num_wide, num_packs) | items | rows | row_slot_start | row_slots | pack_start].
+Status CudaLlamaExecutor::Impl::upload_cascade_plan(const CascadePlan& plan,
+                                                    const std::vector<int32_t>& packs,
+                                                    int padded_seqs) {
+  const CascadeCapacity need{static_cast<int>(plan.items.size()),
+                             static_cast<int>(plan.rows.size()),
+                             padded_seqs,
+                             static_cast<int>(plan.row_slots.size()),
+                             plan.num_slots,
+                             static_cast<int>(packs.size())};
+  CascadeCapacity& cap = cascade_cap;
+  if (need.items > cap.items || need.rows > cap.rows || need.seqs > cap.seqs ||
+      need.row_slots > cap.row_slots || need.slots > cap.slots || need.packs > cap.packs) {
+    // Twice what this plan needs in every part, so a few growths cover a load's plans.
+    cap = {std::max(cap.items, 2 * need.items),
+           std::max(cap.rows, 2 * need.rows),
+           std::max({cap.seqs, need.seqs, options.max_num_seqs}),
+           std::max(cap.row_slots, 2 * need.row_slots),
+           std::max(cap.slots, 2 * need.slots),
+           std::max(cap.packs, 2 * need.packs + 1)};
+    for (size_t g = 2; g < graphs.size(); g += kGraphsPerBucket) graphs[g] = cuda::CudaGraph();
+    cascade_dev = cuda::DeviceBuffer();
+    cascade_ws = cuda::DeviceBuffer();
+  }
+  const size_t counts_at = 0, items_at = 16;
+  const size_t rows_at = items_at + align16(cap.items * sizeof(CascadeItem));
+  const size_t start_at = rows_at + align16(cap.rows * sizeof(int32_t));
+  const size_t slots_at = start_at + align16((cap.seqs + 1) * sizeof(int32_t));
+  const size_t packs_at = slots_at + align16(cap.row_slots * sizeof(int32_t));
+  const size_t total = packs_at + align16(cap.packs * sizeof(int32_t));
+  cuda::PinnedHostBuffer& staged = cascade_host[staging];
+  FOLIO_RETURN_IF_ERROR(ensure_pinned(staged, total));
+  FOLIO_RETURN_IF_ERROR(ensure_device(cascade_dev, total));
+  FOLIO_RETURN_IF_ERROR(ensure_device(
+      cascade_ws, cuda::cascade_workspace_bytes(cap.slots, config.num_heads, config.head_dim)));
+  auto* h = static_cast<std::byte*>(staged.data());
+  const int32_t counts[2] = {plan.num_wide_items,
+                             packs.empty() ? 0 : static_cast<int32_t>(packs.size()) - 1};
+  std::memcpy(h + counts_at, counts, sizeof(counts));
+  std::memcpy(h + items_at, plan.items.data(), plan.items.size() * sizeof(CascadeItem));
+  std::memcpy(h + rows_at, plan.rows.data(), plan.rows.size() * sizeof(int32_t));
+  auto* start = reinterpret_cast<int32_t*>(h + start_at);
+  std::memcpy(start, plan.row_slot_start.data(), plan.row_slot_start.size() * sizeof(int32_t));
+  const size_t have = plan.row_slot_start.size();  // rows + 1
+  std::fill(start + have, start + padded_seqs + 1, plan.row_slot_start.back());
+  std::memcpy(h + slots_at, plan.row_slots.data(), plan.row_slots.size() * sizeof(int32_t));
+  std::memcpy(h + packs_at, packs.data(), packs.size() * sizeof(int32_t));
+  // The legacy stream orders this copy before the step's kernels (a graph's too); this staging
+  // buffer's last user, two steps back, has finished (see Impl::staging).
+  FOLIO_RETURN_IF_ERROR(cuda::copy_async(cascade_dev.data(), staged.data(), total, nullptr));
+  auto* d = static_cast<std::byte*>(cascade_dev.data());
+  cuda::CascadeDevicePlan& v = cascade_plan;
+  v = cuda::CascadeDevicePlan();  // the exact form (bound_cascade_graph makes it bounded)
+  v.items = reinterpret_cast<const CascadeItem*>(d + items_at);
+  v.num_items = static_cast<int>(plan.items.size());
+  v.num_wide_items = plan.num_wide_items;
+  v.pack_begin = packs.empty() ? v.num_items : packs.front();
+  v.pack_start = reinterpret_cast<const int32_t*>(d + packs_at);
+  v.num_packs = counts[1];
+  v.rows = reinterpret_cast<const int32_t*>(d + rows_at);
+  v.row_slot_start = reinterpret_cast<const int32_t*>(d + start_at);
+  v.row_slots = reinterpret_cast<const int32_t*>(d + slots_at);
+  v.num_slots = cap.slots;  // the workspace's layout (the partials' rows for up to cap.slots)
+  cascade_counts = reinterpret_cast<const int32_t*>(d + counts_at);
+  return Status();
+}
+
+bool CudaLlamaExecutor::Impl::bound_cascade_graph(size_t k) {
+  int& bound = cascade_graph_blocks[k];
+  const bool warm = bound > 0;
+  if (cascade_blocks > bound) {  // a wider grid: recapture (blocks past a step's work exit)
+    bound = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(cascade_blocks, 16))));
+    graphs[kGraphsPerBucket * k + 2] = cuda::CudaGraph();
+  }
+  cascade_plan.device_counts = cascade_counts;
+  cascade_plan.max_blocks = bound;
+  return warm;
 }
 
 CascadeOptions CudaLlamaExecutor::Impl::cascade_options() const {
@@ -152,6 +215,10 @@ cuda::PagedAttentionParams CudaLlamaExecutor::Impl::cascade_geometry() const {
 
 int CudaLlamaExecutor::cascade_steps() const {
   return impl_->cascade_steps;
+}
+
+int CudaLlamaExecutor::cascade_graph_steps() const {
+  return impl_->cascade_graph_steps;
 }
 
 }  // namespace folio

@@ -197,8 +197,9 @@ struct CudaLlamaExecutor::Impl {
   bool graphs_enabled = false;
   int max_model_len = 0;
   std::vector<int> graph_buckets;  // ascending batch sizes
-  // By 2 x bucket index, + 1 for the plan with DecodePlan::step_split (taken on steps that
-  // split); invalid until captured.
+  // By 3 x bucket index, + 1 for the plan with DecodePlan::step_split (taken on steps that
+  // split), + 2 for cascade steps (cuda_llama_cascade.cc); invalid until captured.
+  static constexpr int kGraphsPerBucket = 3;
   std::vector<cuda::CudaGraph> graphs;
   std::vector<uint8_t> graph_warm;  // by bucket index: ran eagerly once
   cuda::DeviceBuffer graph_in, graph_workspace;
@@ -249,7 +250,8 @@ struct CudaLlamaExecutor::Impl {
   Status step_attention(const cuda::PagedAttentionParams& p);
 
   // Cascade decode attention (cuda_llama_cascade.cc): a decode step whose rows share enough
-  // prefix blocks runs eagerly with cascade_attention instead of the per-row kernel.
+  // prefix blocks runs cascade_attention instead of the per-row kernel, replaying its bucket's
+  // cascade graph where every item is on the wgmma kernel (cascade_graphable), else eagerly.
   bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (unset: one GPU only)
   int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
   // The least share of the reads a plan must save (FOLIO_CASCADE_MIN_SAVING; unset: by the
@@ -257,6 +259,7 @@ struct CudaLlamaExecutor::Impl {
   double cascade_min_saving = 0.3;
   bool cascade_wide = true;         // FOLIO_CASCADE_WIDE: wide items on the wgmma kernel
   bool cascade_pack_one_row_only = false;  // FOLIO_CASCADE_PACKS=one-row
+  bool cascade_graphs = true;              // FOLIO_CASCADE_GRAPHS
   cuda::CascadeTuning cascade_tuning;  // FOLIO_CASCADE_STAGES
   Status read_cascade_env();  // after shard and kv.dtype are set
   bool cascade_on = false;        // this step runs cascade_attention
@@ -264,7 +267,25 @@ struct CudaLlamaExecutor::Impl {
   cuda::CascadeDevicePlan cascade_plan;
   cuda::PinnedHostBuffer cascade_host[2];
   cuda::DeviceBuffer cascade_dev, cascade_ws;
+  // The plan's arrays sit in cascade_dev at offsets set by these capacities (grown, never
+  // shrunk; growing moves the arrays, so it drops the cascade graphs), so that a graph captured
+  // on one step's plan replays the next one's (CascadeDevicePlan's bounded form).
+  struct CascadeCapacity {
+    int items = 0, rows = 0, seqs = 0, row_slots = 0, slots = 0, packs = 0;
+  };
+  CascadeCapacity cascade_cap;
+  bool cascade_graphable = false;           // this step's plan: every item wide or packed
+  int cascade_blocks = 0;                   // its wgmma blocks (wide items + packs) per kv head
+  const int32_t* cascade_counts = nullptr;  // [num_wide, num_packs] in cascade_dev
+  std::vector<int> cascade_graph_blocks;    // by bucket: the cascade graph's grid bound
+  int cascade_graph_steps = 0;
   Status plan_cascade_step(const ForwardBatch& b);
+  Status upload_cascade_plan(const CascadePlan& plan, const std::vector<int32_t>& packs,
+                             int padded_seqs);
+  // Puts this step's plan (cascade_graphable) in the bounded form for bucket k's cascade graph,
+  // widening the bound (and dropping the graph) where the plan needs more blocks; false on the
+  // bucket's first cascade step, which runs eagerly.
+  bool bound_cascade_graph(size_t k);
   // The planner's options for this model and GPU (the kernel's rows per item, enough items).
   CascadeOptions cascade_options() const;
   cuda::PagedAttentionParams cascade_geometry() const;  // the layers' (no pointers)

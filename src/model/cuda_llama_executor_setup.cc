@@ -65,6 +65,10 @@ Status check_options(const CudaExecutorOptions& o) {
 CudaLlamaExecutor::CudaLlamaExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaLlamaExecutor::~CudaLlamaExecutor() {
   if (impl_ && impl_->timer) log_info(impl_->timer->report());
+  if (impl_ && impl_->cascade_steps > 0)
+    log_info("cuda: cascade attention in " + std::to_string(impl_->cascade_steps) +
+             " decode steps, " + std::to_string(impl_->cascade_graph_steps) +
+             " of them replaying a CUDA graph");
 }
 
 std::string CudaLlamaExecutor::device_name() const {

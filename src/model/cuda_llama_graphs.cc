@@ -9,7 +9,8 @@
 // depend only on B; pointers are the weights, the KV cache, the activations (sized once at
 // creation; if they ever grow, every graph is dropped), graph_in (the step arrays, at offsets
 // fixed per B, with the attention's partition size for the step under DecodePlan::step_split:
-// such a bucket has a second graph, of the plan without it, for steps that do not split)
+// such a bucket has a second graph, of the plan without it, for steps that do not split; a
+// third replays cascade steps, in cascade attention's bounded form: cuda_llama_cascade.cc)
 // and graph_workspace (sized for the bounded attention plan of every bucket). The
 // attention plan is bounded by max_model_len, so it does not depend on the step's lengths
 // (decode_attention.h), and the GEMM plans for m = B exist from the bucket's first, eager step.
@@ -69,8 +70,9 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
   const int max_batch = std::min(options.max_num_seqs, act_tokens);
   graph_buckets = buckets_up_to(max_batch);
   graphs.clear();
-  graphs.resize(2 * graph_buckets.size());
+  graphs.resize(kGraphsPerBucket * graph_buckets.size());
   graph_warm.assign(graph_buckets.size(), 0);
+  cascade_graph_blocks.assign(graph_buckets.size(), 0);
   const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
   const GraphLayout largest(graph_buckets.back(), blocks_per_seq * graph_buckets.back());
   FOLIO_RETURN_IF_ERROR(ensure_device(graph_in, largest.total));
@@ -123,9 +125,12 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   // (DecodePlan::step_split; the sequences of the padding are not counted). A step that does not
   // split runs the bucket's other graph, captured from the plan without the split, so it pays
   // neither the merge launch nor the second partitions' idle blocks.
+  // (A cascade step runs cascade_attention instead: its plan is in cascade_dev.)
   FOLIO_ASSIGN_OR_RETURN(auto plan, plan_decode_bounded(B));
   const int32_t step_partition =
-      cuda::decode_step_partition(plan, b.context_lens, info.num_sms, decode_cache_format());
+      cascade_on
+          ? 0
+          : cuda::decode_step_partition(plan, b.context_lens, info.num_sms, decode_cache_format());
   if (step_partition == 0) plan = cuda::without_step_split(plan);
   std::memcpy(h + L.step_partition, &step_partition, 4);
   const size_t bytes = L.block_table + b.block_table.size() * 4;
@@ -147,10 +152,13 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   d.step_partition = i32(L.step_partition);
   const size_t k = static_cast<size_t>(
       std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) - graph_buckets.begin());
-  const size_t g_index = 2 * k + (plan.step_split ? 1 : 0);  // graphs: 2 per bucket
+  const size_t g_index = kGraphsPerBucket * k + (cascade_on ? 2 : plan.step_split ? 1 : 0);
+  // A cascade step: the bounded form; the bucket's first runs eagerly (the kernels' first
+  // launches, outside a capture).
+  const bool cascade_warm = !cascade_on || bound_cascade_graph(k);
   const StepShape shape{B, B};
   if (timer) timer->begin_step(nullptr);
-  if (!graph_warm[k]) {
+  if (!graph_warm[k] || !cascade_warm) {
     // First step of this bucket: eager (creates the GEMM plans for m = B).
     FOLIO_RETURN_IF_ERROR(run_layers(shape, d, cache, &plan, nullptr, graph_workspace.data()));
     graph_warm[k] = 1;
@@ -169,8 +177,9 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
       graphs[g_index] = std::move(*g);
     }
     FOLIO_RETURN_IF_ERROR(graphs[g_index].launch(nullptr));
-    mark("decode_graph");
+    mark(cascade_on ? "cascade_graph" : "decode_graph");
     ++graph_steps;
+    if (cascade_on) ++cascade_graph_steps;
   }
   return shard.world > 1 ? compute_logits_tp(b, d, req) : compute_logits(b, d, req);
 }

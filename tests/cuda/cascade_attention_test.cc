@@ -102,13 +102,16 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
         // On the wgmma kernel: the narrow items packed as the engine packs them
         // (cascade_wgmma_packs), as many as fit a block, 3 to a block (also in the 3-stage form:
         // Q through shared memory), and only the one-row items packed (the others on mma.sync).
+        // And the engine's packs in the bounded form its CUDA graphs replay (counts read on the
+        // device, a wider grid, a larger workspace layout).
         struct Form {
           int max_pack_items;
           bool one_row_only;
           CascadeTuning tuning;
+          bool bounded = false;
         };
-        std::vector<Form> forms = {
-            {0, false, {}}, {64, false, {}}, {3, false, {}}, {3, false, {}}, {0, true, {}}};
+        std::vector<Form> forms = {{0, false, {}}, {64, false, {}}, {3, false, {}},
+                                   {3, false, {}}, {0, true, {}},   {0, false, {}, true}};
         forms[3].tuning.wgmma_stages = 3;
         if (fp8) {  // an fp8 cache's own 4-stage form
           forms.push_back({3, false, {}});
@@ -121,6 +124,7 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
         for (const Form& form : forms) {
           CascadeDeviceCopy dp(plan, c.heads, c.kv_heads, c.head_dim, form.max_pack_items,
                                form.one_row_only);
+          if (form.bounded) dp.make_bounded(29, 7, c.heads, c.head_dim);
           const CascadeTuning& tuning = form.tuning;
           std::string how = tuning.load == CascadeLoad::kCpAsync ? "cp.async"
                             : !tuning.split_keys                 ? "bulk rows, unsplit keys"
@@ -134,7 +138,8 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
                 (form.max_pack_items > 0 ? " (at most " + std::to_string(form.max_pack_items) + ")"
                                          : std::string(" (auto)")) +
                 (tuning.wgmma_stages > 2 ? ", " + std::to_string(tuning.wgmma_stages) + " stages"
-                                         : std::string());
+                                         : std::string()) +
+                (form.bounded ? ", bounded (graph) form" : "");
           prob.dout.poison();
           const Status st =
               cascade_attention(prob.params(), dp.view, dp.workspace.data(), nullptr, tuning);

@@ -19,7 +19,7 @@ namespace folio::cuda::testing {
 // items packed), the partials' workspace, and the view the kernel
 // takes. The engine packs the same arrays into one upload (model/cuda_llama_cascade.cc).
 struct CascadeDeviceCopy {
-  DeviceBuffer items, rows, row_slot_start, row_slots, pack_start, workspace;
+  DeviceBuffer items, rows, row_slot_start, row_slots, pack_start, workspace, counts;
   std::vector<int32_t> packs;  // the host copy of pack_start
   CascadeDevicePlan view;
   CascadeDeviceCopy(const CascadePlan& plan, int num_heads, int num_kv_heads, int head_dim,
@@ -47,6 +47,18 @@ struct CascadeDeviceCopy {
     view.row_slot_start = row_slot_start.as<int32_t>();
     view.row_slots = row_slots.as<int32_t>();
     view.num_slots = plan.num_slots;
+  }
+  // The bounded form a CUDA graph replays (CascadeDevicePlan::device_counts): the counts on the
+  // device, a grid `extra_blocks` wider than the work and a workspace laid out for
+  // `extra_slots` more slots than the plan's, as the engine's capacities leave them.
+  void make_bounded(int extra_blocks, int extra_slots, int num_heads, int head_dim) {
+    counts = upload_raw(std::vector<int32_t>{view.num_wide_items, view.num_packs});
+    view.device_counts = counts.as<int32_t>();
+    view.max_blocks = view.num_wide_items + view.num_packs + extra_blocks;
+    view.num_slots += extra_slots;
+    workspace = std::move(
+        DeviceBuffer::allocate(cascade_workspace_bytes(view.num_slots, num_heads, head_dim))
+            .value());
   }
   // Items to a pack, as "N" or "N-M" (the packs' sizes).
   std::string pack_sizes() const {

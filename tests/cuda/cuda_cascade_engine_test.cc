@@ -9,7 +9,8 @@
 // the first difference (the per-row kernel itself parts from the CPU once here, at a gap over
 // 0.25: its mean logprob error is ~0.04). Cascade must agree with the CPU on at least 90% as many
 // tokens as the per-row kernel does, with a mean logprob error at most twice the per-row kernel's
-// (plus 0.01), and the cascade run must really have taken cascade steps. The same on two GPUs
+// (plus 0.01), and the cascade run must really have taken cascade steps (with graphs, some of
+// them replaying a CUDA graph in the kernels' bounded form). The same on two GPUs
 // under tensor parallelism, where every rank must have taken the same cascade steps, and with an
 // fp8 KV cache (the CPU's too: it rounds K/V to the same e4m3 values).
 #include <cmath>
@@ -80,9 +81,11 @@ Agreement agree(const RunResult& cpu, const RunResult& gpu, const std::string& w
 
 // The requests on `device` ("cpu" or "cuda", `world` GPUs), cascade on or off, graphs or eager,
 // over a kv cache; *cascade_steps: the steps that ran cascade attention (under tensor parallelism
-// every rank's count, which must agree).
+// every rank's count, which must agree); *graph_steps (one GPU): those of them that replayed a
+// CUDA graph.
 RunResult run_requests(const std::vector<GenerateRequest>& reqs, const std::string& device,
-                       bool cascade, bool eager, int world, KvCacheDtype kv, int* cascade_steps) {
+                       bool cascade, bool eager, int world, KvCacheDtype kv, int* cascade_steps,
+                       int* graph_steps = nullptr) {
   setenv("FOLIO_CASCADE_ATTENTION", cascade ? "1" : "0", 1);
   setenv("FOLIO_CASCADE_MIN_SAVING", "0", 1);
   EngineConfig c;
@@ -105,6 +108,7 @@ RunResult run_requests(const std::vector<GenerateRequest>& reqs, const std::stri
     const Executor* ex = &(*engine)->executor();
     if (const auto* one = dynamic_cast<const CudaLlamaExecutor*>(ex)) {
       *cascade_steps = one->cascade_steps();
+      if (graph_steps) *graph_steps = one->cascade_graph_steps();
     } else if (const auto* tp = dynamic_cast<const CudaTpExecutor*>(ex)) {
       const std::vector<int> steps = tp->cascade_steps_by_rank();
       EXPECT_EQ(static_cast<int>(steps.size()), world);
@@ -125,18 +129,26 @@ void expect_cascade_matches_cpu(int world, KvCacheDtype kv = KvCacheDtype::kAuto
   for (const bool eager : {false, true}) {
     const std::string what = (eager ? "eager" : "graphs") + std::string(", TP ") +
                              std::to_string(world) + ", " + kv_cache_dtype_name(kv) + " cache";
-    int off_steps = 0, on_steps = 0;
+    int off_steps = 0, on_steps = 0, graph_steps = -1;
     const Agreement per_row = agree(
         cpu, run_requests(reqs, "cuda", false, eager, world, kv, &off_steps), what + " per-row");
-    const Agreement cascade = agree(
-        cpu, run_requests(reqs, "cuda", true, eager, world, kv, &on_steps), what + " cascade");
+    const Agreement cascade =
+        agree(cpu, run_requests(reqs, "cuda", true, eager, world, kv, &on_steps, &graph_steps),
+              what + " cascade");
     std::printf(
         "%s: per-row kernel %d tokens compared, logprob error %.4f; cascade %d, %.4f; "
-        "%d cascade steps\n",
+        "%d cascade steps, %d of them graphs\n",
         what.c_str(), per_row.compared, per_row.logprob_err, cascade.compared, cascade.logprob_err,
-        on_steps);
+        on_steps, graph_steps);
     EXPECT_EQ(off_steps, 0) << what;
     EXPECT_GT(on_steps, 5) << what;
+    // Every item is on the wgmma kernel here, so cascade steps replay graphs where graphs run
+    // (not the first step of a batch-size bucket, which runs eagerly).
+    if (world == 1 && eager) {
+      EXPECT_EQ(graph_steps, 0) << what;
+    } else if (world == 1) {
+      EXPECT_GT(graph_steps, 0) << what;
+    }
     EXPECT_GT(cascade.compared, 60) << what;
     EXPECT_GE(cascade.compared, 0.9 * per_row.compared) << what;
     EXPECT_LE(cascade.logprob_err, 2 * per_row.logprob_err + 0.01) << what;

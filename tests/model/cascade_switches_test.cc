@@ -25,6 +25,7 @@ TEST(CascadeSwitches, DefaultsAreOnForOneGpuAndOffUnderTensorParallelism) {
   EXPECT_TRUE(one->requested);
   EXPECT_TRUE(one->wide);
   EXPECT_FALSE(one->pack_one_row_only);
+  EXPECT_TRUE(one->graphs);
   EXPECT_FALSE(one->wgmma_stages.has_value());
   EXPECT_DOUBLE_EQ(one->min_saving, 0.3);
   auto fp8 = read(1, {}, KvCacheDtype::kFp8E4m3);  // an fp8 cache asks a larger saving
@@ -47,20 +48,24 @@ TEST(CascadeSwitches, DefaultsAreOnForOneGpuAndOffUnderTensorParallelism) {
 TEST(CascadeSwitches, EachSwitchTakesItsValues) {
   auto s = read(1, {{"FOLIO_CASCADE_WIDE", "0"},
                     {"FOLIO_CASCADE_PACKS", "one-row"},
+                    {"FOLIO_CASCADE_GRAPHS", "0"},
                     {"FOLIO_CASCADE_STAGES", "3"},
                     {"FOLIO_CASCADE_MIN_SAVING", "0"}});
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   EXPECT_FALSE(s->wide);
   EXPECT_TRUE(s->pack_one_row_only);
+  EXPECT_FALSE(s->graphs);
   EXPECT_EQ(s->wgmma_stages, 3);
   EXPECT_DOUBLE_EQ(s->min_saving, 0.0);
   s = read(1, {{"FOLIO_CASCADE_WIDE", "1"},
                {"FOLIO_CASCADE_PACKS", "all"},
+               {"FOLIO_CASCADE_GRAPHS", "1"},
                {"FOLIO_CASCADE_STAGES", "2"},
                {"FOLIO_CASCADE_MIN_SAVING", "0.5"}});
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   EXPECT_TRUE(s->wide);
   EXPECT_FALSE(s->pack_one_row_only);
+  EXPECT_TRUE(s->graphs);
   EXPECT_EQ(s->wgmma_stages, 2);
   EXPECT_DOUBLE_EQ(s->min_saving, 0.5);
   // 4 stages over an fp8 cache only.
@@ -76,8 +81,9 @@ TEST(CascadeSwitches, ValuesOutOfTheirSetAreErrorsNamingTheVariable) {
   const std::map<std::string, std::string> bad[] = {
       {{"FOLIO_CASCADE_ATTENTION", "yes"}},   {{"FOLIO_CASCADE_WIDE", "2"}},
       {{"FOLIO_CASCADE_PACKS", "some"}},      {{"FOLIO_CASCADE_STAGES", "4"}},
-      {{"FOLIO_CASCADE_MIN_SAVING", "1"}},    {{"FOLIO_CASCADE_MIN_SAVING", "-0.1"}},
-      {{"FOLIO_CASCADE_MIN_SAVING", "0.3x"}}, {{"FOLIO_CASCADE_MIN_SAVING", ""}},
+      {{"FOLIO_CASCADE_GRAPHS", "on"}},       {{"FOLIO_CASCADE_MIN_SAVING", "1"}},
+      {{"FOLIO_CASCADE_MIN_SAVING", "-0.1"}}, {{"FOLIO_CASCADE_MIN_SAVING", "0.3x"}},
+      {{"FOLIO_CASCADE_MIN_SAVING", ""}},
   };
   for (const auto& env : bad) {
     const std::string& var = env.begin()->first;

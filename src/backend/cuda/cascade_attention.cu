@@ -206,31 +206,15 @@ __global__ void __launch_bounds__(D)
     den += w * part_ml[base * 2 + 1];
   }
   const int64_t row = query_start[s];
-  out[(row * num_heads + h) * D + d] = static_cast<T>(num / den);
+  // No slots: a graph's padding row (CascadeDevicePlan's bounded form), read by nobody.
+  out[(row * num_heads + h) * D + d] = static_cast<T>(end > begin ? num / den : 0.f);
 }
 
+// The exact form's partials: the plan's wide items and its packs on the wgmma kernel where it
+// runs (wg), the others (and all where it does not) on the mma.sync kernel.
 template <typename T, int D>
-Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void* workspace,
-              cudaStream_t stream, CascadeTuning tuning) {
-  PartialArgs a;
-  a.q = p.q;
-  a.k_cache = p.k_cache;
-  a.v_cache = p.v_cache;
-  a.query_start = p.query_start;
-  a.block_table = p.block_table;
-  a.items = plan.items;
-  a.rows = plan.rows;
-  a.part_o = static_cast<float*>(workspace);
-  a.part_ml = a.part_o + static_cast<size_t>(plan.num_slots) * p.num_heads * D;
-  a.num_heads = p.num_heads;
-  a.num_kv_heads = p.num_kv_heads;
-  a.block_size = p.block_size;
-  a.scale_log2 = p.scale * kLog2e;
-  a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
-  a.split_keys = tuning.split_keys;
-  // The plan's wide items and its packs on the wgmma kernel where it runs, the others (and all
-  // where it does not) on the mma.sync kernel.
-  const bool wg = cascade_wide_supported(p);
+Status launch_partials(const PagedAttentionParams& p, const CascadeDevicePlan& plan, PartialArgs a,
+                       bool wg, cudaStream_t stream, CascadeTuning tuning) {
   const int wide = wg ? std::clamp(plan.num_wide_items, 0, plan.num_items) : 0;
   const bool packs = wg && plan.num_packs > 0 && plan.pack_start != nullptr;
   const int mma_end = packs ? std::clamp(plan.pack_begin, wide, plan.num_items) : plan.num_items;
@@ -253,6 +237,40 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
         <<<dim3(static_cast<unsigned>(mma_end - wide), static_cast<unsigned>(p.num_kv_heads)),
            kThreads, smem, stream>>>(a);
     FOLIO_RETURN_IF_ERROR(launch_status("cascade_partial_kernel"));
+  }
+  return Status();
+}
+
+template <typename T, int D>
+Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void* workspace,
+              cudaStream_t stream, CascadeTuning tuning) {
+  PartialArgs a;
+  a.q = p.q;
+  a.k_cache = p.k_cache;
+  a.v_cache = p.v_cache;
+  a.query_start = p.query_start;
+  a.block_table = p.block_table;
+  a.items = plan.items;
+  a.rows = plan.rows;
+  a.part_o = static_cast<float*>(workspace);
+  a.part_ml = a.part_o + static_cast<size_t>(plan.num_slots) * p.num_heads * D;
+  a.num_heads = p.num_heads;
+  a.num_kv_heads = p.num_kv_heads;
+  a.block_size = p.block_size;
+  a.scale_log2 = p.scale * kLog2e;
+  a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
+  a.split_keys = tuning.split_keys;
+  const bool wg = cascade_wide_supported(p);
+  if (plan.device_counts) {  // the bounded form: every item on the wgmma kernel
+    if (!wg || plan.pack_start == nullptr || plan.max_blocks <= 0)
+      return invalid_argument(
+          "cascade attention's bounded form: needs the wgmma kernel's geometry, packs and a "
+          "positive max_blocks");
+    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(
+        p, plan.items, 0, plan.pack_start, 0, plan.rows, a.part_o, a.part_ml, tuning.wgmma_stages,
+        stream, plan.device_counts, plan.max_blocks));
+  } else {
+    FOLIO_RETURN_IF_ERROR((launch_partials<T, D>(p, plan, a, wg, stream, tuning)));
   }
   cascade_merge_kernel<T, D>
       <<<dim3(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads)), D, 0,
@@ -296,7 +314,7 @@ Status cascade_attention(const PagedAttentionParams& p, const CascadeDevicePlan&
   if (stages != 2 && stages != 3 && !(fp8 && stages == 4))
     return invalid_argument("cascade attention: wgmma_stages " + std::to_string(stages) +
                             " (2 or 3; 4 over an fp8 cache)");
-  if (p.num_seqs <= 0 || plan.num_items <= 0) return Status();
+  if (p.num_seqs <= 0 || (!plan.device_counts && plan.num_items <= 0)) return Status();
   cudaStream_t st = as_stream(stream);
   const bool bf16 = p.dtype == DType::kBF16;
   if (p.head_dim == 128)

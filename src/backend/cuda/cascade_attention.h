@@ -60,6 +60,17 @@ struct CascadeDevicePlan {
   const int32_t* row_slot_start = nullptr;  // [num_seqs + 1]
   const int32_t* row_slots = nullptr;
   int num_slots = 0;
+  // The bounded form, which a CUDA graph can replay with another step's plan in the same
+  // buffers (model/cuda_llama_cascade.cc): where device_counts is set, the wgmma kernel reads
+  // [num_wide_items, num_packs] from device_counts on the device and runs a grid of max_blocks
+  // (>= num_wide_items + num_packs of every plan it replays; blocks past them exit at once), and
+  // the host's num_wide_items, pack_begin and num_packs are not read. Every item must be wide or
+  // packed (pack_start[0] == num_wide_items, as cascade_wgmma_packs forms them without
+  // one_row_only): the form has no mma.sync launch. num_slots is then the workspace's layout
+  // (its capacity, not the step's count), and rows [plan rows, p.num_seqs) have no slots (a
+  // graph's padding: row_slot_start repeats its last entry): the merge writes them as zeros.
+  const int32_t* device_counts = nullptr;
+  int max_blocks = 0;
 };
 
 // How the partial kernel brings K/V rows to shared memory. kBulkRows: one bulk copy per 256-byte

@@ -84,7 +84,8 @@ Status launch_typed(int stages, bool fp8, Launch&& launch) {
 
 Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_wide,
                    const int32_t* pack_start, int num_packs, const int32_t* rows, float* part_o,
-                   float* part_ml, int stages, cudaStream_t stream) {
+                   float* part_ml, int stages, cudaStream_t stream, const int32_t* device_counts,
+                   int max_blocks) {
   cascade_wide::Args a;
   a.q = p.q;
   a.query_start = p.query_start;
@@ -101,8 +102,9 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   a.pack_start = pack_start;
   a.num_wide = num_wide;
   a.num_packs = num_packs;
-  const int blocks = num_wide + a.num_packs;
-  if (blocks == 0) return Status();
+  a.counts = device_counts;
+  const int blocks = device_counts ? max_blocks : num_wide + a.num_packs;
+  if (blocks <= 0) return Status();
   cascade_wide::Maps maps;
   // An e4m3 cache's rows are 128 bytes: its maps see them as 64 16-bit pairs, so a box lands
   // whole rows (cascade_attention_wg_fp8.cuh).

@@ -173,6 +173,7 @@ __device__ __forceinline__ void partial_body(const Args& a, const Maps& maps,
       reinterpret_cast<uint64_t*>(smem + kSt * kStageStride + (kFp8 ? kStageBytes : 0));
   auto stage = [&](int s) { return smem + s * kStageStride; };
   const Work w = block_work(a);
+  if (w.count == 0) return;  // past a bounded grid's work: before any barrier is set up
   const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane >> 2, t4 = lane & 3;
   const int G = a.num_heads / a.num_kv_heads;

@@ -39,6 +39,10 @@ struct Args {
   // alone. (Packs first: they are the longer blocks where several items go to one.)
   const int32_t* pack_start;  // [num_packs + 1]
   int num_wide, num_packs;
+  // The bounded form (a CUDA graph's: CascadeDevicePlan::device_counts): num_wide and num_packs
+  // read from counts[0..1] on the device, the grid as wide as the graph's bound; blocks past
+  // num_packs + num_wide have no work. Null: the fields above.
+  const int32_t* counts = nullptr;
 };
 
 // Page boxes (block_size slots) and one-slot boxes of K and V (tensor_map.h).
@@ -48,7 +52,7 @@ struct Maps {
 
 // A block's work: `count` items from `first`, item j's query rows following item j - 1's (G per
 // item row: item row i, q head kvh G + m % G is query row m = (the item's first) + G i + m % G).
-// A wide item alone is the case count 1.
+// A wide item alone is the case count 1; a block past the step's work (the bounded form) count 0.
 struct Work {
   const CascadeItem* first;
   int count;
@@ -56,7 +60,13 @@ struct Work {
 
 __device__ __forceinline__ Work block_work(const Args& a) {
   const int b = blockIdx.x;
-  if (b >= a.num_packs) return {a.items + (b - a.num_packs), 1};
+  int num_wide = a.num_wide, num_packs = a.num_packs;
+  if (a.counts) {
+    num_wide = a.counts[0];
+    num_packs = a.counts[1];
+  }
+  if (b >= num_packs + num_wide) return {a.items, 0};
+  if (b >= num_packs) return {a.items + (b - num_packs), 1};
   const int i0 = a.pack_start[b];
   return {a.items + i0, a.pack_start[b + 1] - i0};
 }
