@@ -5,9 +5,10 @@
 // (session 45, AttentionBench.K1SharedPrefix) 1024 rows of 2048 shared + 256 own tokens took
 // 1.6-2.0 ms per layer that way, where reading each block once would take 0.25-0.38 ms. Each
 // decode step therefore asks the host planner (backend/cascade_plan.h) whether its rows share
-// enough; if the plan saves at least `cascade_min_saving` of the reads and kMinSavedTokens
-// tokens, the step runs cascade_attention in every layer, and qkv_post runs on its own (the
-// fused tc path writes K/V inside the decode kernel).
+// enough; if the plan saves at least `cascade_min_saving` of the reads and enough tokens
+// (kMinSavedTokensInGraphs where a graph replays it, else kMinSavedTokensEager), the step runs
+// cascade_attention in every layer, and qkv_post runs on its own (the fused tc path writes K/V
+// inside the decode kernel).
 //
 // CUDA graphs: the plan's shape changes from step to step, so a graph cannot bake it in. Where
 // every item is on the wgmma kernel (wide, or packed: the default over head_dim 128 and pages
@@ -58,10 +59,13 @@ size_t align16(size_t n) {
   return (n + 15) / 16 * 16;
 }
 
-// Fewer saved tokens than this per layer would save under ~0.5 ms a step on an 8B model (16k
-// tokens x 4 KiB x 32 layers at ~4 TB/s), about what giving up the step's CUDA graph cost when
-// every cascade step ran eagerly (before session 51; not re-measured since).
-constexpr int64_t kMinSavedTokens = 16384;
+// The fewest tokens a plan must save per layer (logical - read). A step that runs eagerly:
+// 16k, under ~0.5 ms a step on an 8B model (16k tokens x 4 KiB x 32 layers at ~4 TB/s), about
+// what giving up the step's CUDA graph costs. A step that replays a graph: 8k. H200, session 51,
+// one 2048-token prefix shared by B rows, cascade in graphs against the per-row kernel: B 2
+// (2k saved) -1.5%, B 4 (6k) level, B 8 (14k) +3.6% output tok/s.
+constexpr int64_t kMinSavedTokensEager = 16384;
+constexpr int64_t kMinSavedTokensInGraphs = 8192;
 
 }  // namespace
 
@@ -92,22 +96,25 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   const CascadeOptions options = cascade_options();
   const CascadePlan plan =
       plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, options);
-  // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
-  const bool pays =
-      cascade_min_saving == 0 || (plan.saving() >= cascade_min_saving &&
-                                  plan.logical_tokens - plan.read_tokens >= kMinSavedTokens);
-  if (plan.num_segments == 0 || !pays) return Status();
-
+  if (plan.num_segments == 0) return Status();
   // The wgmma kernel's packs of the narrow items (none where it does not run: wide_min_rows 0).
   // (An fp8 cache packs them all: the mma.sync kernel does not read one.)
   std::vector<int32_t> packs;
   if (options.wide_min_rows > 0)
     packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
                                       cascade_pack_one_row_only && !kv_fp8());
+  // A graph replays the step where every item is on the wgmma kernel and a bucket holds its rows.
+  const int bucket = graph_bucket(b.num_seqs());
+  cascade_graphable =
+      cascade_graphs && bucket > 0 && !packs.empty() && packs.front() == plan.num_wide_items;
+  // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
+  const int64_t min_saved = cascade_graphable ? kMinSavedTokensInGraphs : kMinSavedTokensEager;
+  const bool pays =
+      cascade_min_saving == 0 ||
+      (plan.saving() >= cascade_min_saving && plan.logical_tokens - plan.read_tokens >= min_saved);
+  if (!pays) return Status();
   // A graph step's padding rows have no slots (the bucket's graph merges B rows).
-  const int padded_seqs = std::max(b.num_seqs(), graph_bucket(b.num_seqs()));
-  FOLIO_RETURN_IF_ERROR(upload_cascade_plan(plan, packs, padded_seqs));
-  cascade_graphable = cascade_graphs && !packs.empty() && packs.front() == plan.num_wide_items;
+  FOLIO_RETURN_IF_ERROR(upload_cascade_plan(plan, packs, std::max(b.num_seqs(), bucket)));
   cascade_blocks = plan.num_wide_items + (packs.empty() ? 0 : static_cast<int>(packs.size()) - 1);
   cascade_on = true;
   ++cascade_steps;
