@@ -10,15 +10,14 @@
 // cascade_attention in every layer, and qkv_post runs on its own (the fused tc path writes K/V
 // inside the decode kernel).
 //
-// CUDA graphs: the plan's shape changes from step to step, so a graph cannot bake it in. Where
-// every item is on the wgmma kernel (wide, or packed: the default over head_dim 128 and pages
-// of 8-64 tokens), the step replays its bucket's cascade graph (cuda_llama_graphs.cc) in the
-// kernels' bounded form (cascade_attention.h): the plan's arrays at offsets fixed by
-// capacities (upload_cascade_plan), the wgmma kernel reading its counts on the device over a
-// grid as wide as the bucket's bound (bound_cascade_graph: the next power of two of the widest
-// plan seen; a wider plan recaptures), the merge over the bucket's rows (padding rows have no
-// slots). Other plans (FOLIO_CASCADE_PACKS=one-row, head_dim 64, FOLIO_CASCADE_WIDE=0) run
-// eagerly.
+// CUDA graphs: the plan's shape changes from step to step, so a graph cannot bake it in. A
+// step whose rows fit a graph bucket replays the bucket's cascade graph (cuda_llama_graphs.cc)
+// in the kernels' bounded form (cascade_attention.h): the plan's arrays at offsets fixed by
+// capacities (upload_cascade_plan), each kernel reading its counts on the device over a grid as
+// wide as the bucket's bound for it (bound_cascade_graph: the next power of two of the widest
+// plan seen; a wider plan recaptures; a kernel with a bound of 0, as the mma.sync kernel where
+// every item is on wgmma, is not launched), the merge over the bucket's rows (padding rows
+// have no slots).
 //
 // The switches (parsed by model/cascade_switches.h, tested on the CPU):
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
@@ -46,6 +45,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cascade_plan.h"
@@ -63,7 +63,8 @@ size_t align16(size_t n) {
 // 16k, under ~0.5 ms a step on an 8B model (16k tokens x 4 KiB x 32 layers at ~4 TB/s), about
 // what giving up the step's CUDA graph costs. A step that replays a graph: 8k. H200, session 51,
 // one 2048-token prefix shared by B rows, cascade in graphs against the per-row kernel: B 2
-// (2k saved) -1.5%, B 4 (6k) level, B 8 (14k) +3.6% output tok/s.
+// (2k saved) -1.5%, B 4 (6k) level, B 8 (14k) +3.6% output tok/s (pages of 16: the wgmma
+// kernel; the mma.sync kernel's plans, token mode, take the same threshold, not measured there).
 constexpr int64_t kMinSavedTokensEager = 16384;
 constexpr int64_t kMinSavedTokensInGraphs = 8192;
 
@@ -103,10 +104,9 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (options.wide_min_rows > 0)
     packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
                                       cascade_pack_one_row_only && !kv_fp8());
-  // A graph replays the step where every item is on the wgmma kernel and a bucket holds its rows.
+  // A graph replays the step where a bucket holds its rows.
   const int bucket = graph_bucket(b.num_seqs());
-  cascade_graphable =
-      cascade_graphs && bucket > 0 && !packs.empty() && packs.front() == plan.num_wide_items;
+  cascade_graphable = cascade_graphs && bucket > 0;
   // A threshold of 0 takes every plan with a shared segment (tests force cascade that way).
   const int64_t min_saved = cascade_graphable ? kMinSavedTokensInGraphs : kMinSavedTokensEager;
   const bool pays =
@@ -115,14 +115,13 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   if (!pays) return Status();
   // A graph step's padding rows have no slots (the bucket's graph merges B rows).
   FOLIO_RETURN_IF_ERROR(upload_cascade_plan(plan, packs, std::max(b.num_seqs(), bucket)));
-  cascade_blocks = plan.num_wide_items + (packs.empty() ? 0 : static_cast<int>(packs.size()) - 1);
   cascade_on = true;
   ++cascade_steps;
   return Status();
 }
 
 // Layout of cascade_dev, 16-byte aligned parts at offsets fixed by cascade_cap:
-// [counts (num_wide, num_packs) | items | rows | row_slot_start | row_slots | pack_start].
+// [counts (cuda::CascadeCounts) | items | rows | row_slot_start | row_slots | pack_start].
 Status CudaLlamaExecutor::Impl::upload_cascade_plan(const CascadePlan& plan,
                                                     const std::vector<int32_t>& packs,
                                                     int padded_seqs) {
@@ -158,9 +157,9 @@ Status CudaLlamaExecutor::Impl::upload_cascade_plan(const CascadePlan& plan,
   FOLIO_RETURN_IF_ERROR(ensure_device(
       cascade_ws, cuda::cascade_workspace_bytes(cap.slots, config.num_heads, config.head_dim)));
   auto* h = static_cast<std::byte*>(staged.data());
-  const int32_t counts[2] = {plan.num_wide_items,
-                             packs.empty() ? 0 : static_cast<int32_t>(packs.size()) - 1};
-  std::memcpy(h + counts_at, counts, sizeof(counts));
+  cascade_step_counts = cuda::cascade_counts(plan, packs);
+  static_assert(sizeof(cuda::CascadeCounts) <= 16);
+  std::memcpy(h + counts_at, &cascade_step_counts, sizeof(cuda::CascadeCounts));
   std::memcpy(h + items_at, plan.items.data(), plan.items.size() * sizeof(CascadeItem));
   std::memcpy(h + rows_at, plan.rows.data(), plan.rows.size() * sizeof(int32_t));
   auto* start = reinterpret_cast<int32_t*>(h + start_at);
@@ -180,7 +179,7 @@ Status CudaLlamaExecutor::Impl::upload_cascade_plan(const CascadePlan& plan,
   v.num_wide_items = plan.num_wide_items;
   v.pack_begin = packs.empty() ? v.num_items : packs.front();
   v.pack_start = reinterpret_cast<const int32_t*>(d + packs_at);
-  v.num_packs = counts[1];
+  v.num_packs = cascade_step_counts.num_packs;
   v.rows = reinterpret_cast<const int32_t*>(d + rows_at);
   v.row_slot_start = reinterpret_cast<const int32_t*>(d + start_at);
   v.row_slots = reinterpret_cast<const int32_t*>(d + slots_at);
@@ -190,14 +189,22 @@ Status CudaLlamaExecutor::Impl::upload_cascade_plan(const CascadePlan& plan,
 }
 
 bool CudaLlamaExecutor::Impl::bound_cascade_graph(size_t k) {
-  int& bound = cascade_graph_blocks[k];
-  const bool warm = bound > 0;
-  if (cascade_blocks > bound) {  // a wider grid: recapture (blocks past a step's work exit)
-    bound = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(cascade_blocks, 16))));
+  CascadeGraphBounds& g = cascade_graph_bounds[k];
+  bool warm = std::exchange(g.warm, true);
+  // A wider grid than the graph's recaptures it (blocks past a step's work exit at once); a
+  // kernel the graph did not launch yet runs eagerly first.
+  auto widen = [&](int need, int& bound) {
+    if (need <= bound) return;
+    warm = warm && bound > 0;
+    bound = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(need, 16))));
     graphs[kGraphsPerBucket * k + 2] = cuda::CudaGraph();
-  }
+  };
+  const cuda::CascadeCounts& c = cascade_step_counts;
+  widen(c.num_wide + c.num_packs, g.wgmma_blocks);
+  widen(c.mma_count, g.mma_blocks);
   cascade_plan.device_counts = cascade_counts;
-  cascade_plan.max_blocks = bound;
+  cascade_plan.max_blocks = g.wgmma_blocks;
+  cascade_plan.max_mma_blocks = g.mma_blocks;
   return warm;
 }
 

@@ -55,7 +55,7 @@ Status CudaLlamaExecutor::Impl::forward(const ForwardBatch& b, const CacheView& 
     all_decode = all_decode && b.query_start[s + 1] - b.query_start[s] == 1;
   cascade_on = false;
   if (all_decode) FOLIO_RETURN_IF_ERROR(plan_cascade_step(b));  // may set cascade_on
-  // A cascade step replays its bucket's cascade graph where every item is on the wgmma kernel.
+  // A cascade step replays its bucket's cascade graph (cuda_llama_cascade.cc).
   if (all_decode && &c == &cache && (!cascade_on || cascade_graphable)) {
     if (const int bucket = graph_bucket(b.num_seqs()); bucket > 0)
       return forward_graph(b, req, bucket);

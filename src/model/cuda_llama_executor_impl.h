@@ -251,7 +251,7 @@ struct CudaLlamaExecutor::Impl {
 
   // Cascade decode attention (cuda_llama_cascade.cc): a decode step whose rows share enough
   // prefix blocks runs cascade_attention instead of the per-row kernel, replaying its bucket's
-  // cascade graph where every item is on the wgmma kernel (cascade_graphable), else eagerly.
+  // cascade graph where its rows fit a bucket (cascade_graphable), else eagerly.
   bool cascade_requested = true;    // FOLIO_CASCADE_ATTENTION (unset: one GPU only)
   int cascade_mode = -1;            // -1 not decided yet; 0 off; 1 on (requested and supported)
   // The least share of the reads a plan must save (FOLIO_CASCADE_MIN_SAVING; unset: by the
@@ -274,17 +274,22 @@ struct CudaLlamaExecutor::Impl {
     int items = 0, rows = 0, seqs = 0, row_slots = 0, slots = 0, packs = 0;
   };
   CascadeCapacity cascade_cap;
-  bool cascade_graphable = false;           // this step's plan: every item wide or packed
-  int cascade_blocks = 0;                   // its wgmma blocks (wide items + packs) per kv head
-  const int32_t* cascade_counts = nullptr;  // [num_wide, num_packs] in cascade_dev
-  std::vector<int> cascade_graph_blocks;    // by bucket: the cascade graph's grid bound
+  bool cascade_graphable = false;           // this step may replay its bucket's cascade graph
+  cuda::CascadeCounts cascade_step_counts;  // this step's plan's
+  const int32_t* cascade_counts = nullptr;  // the same, in cascade_dev
+  struct CascadeGraphBounds {               // a bucket's cascade graph: its kernels' grids
+    int wgmma_blocks = 0, mma_blocks = 0;   // (0: not launched)
+    bool warm = false;                      // a cascade step of this bucket ran
+  };
+  std::vector<CascadeGraphBounds> cascade_graph_bounds;  // by bucket
   int cascade_graph_steps = 0;
   Status plan_cascade_step(const ForwardBatch& b);
   Status upload_cascade_plan(const CascadePlan& plan, const std::vector<int32_t>& packs,
                              int padded_seqs);
   // Puts this step's plan (cascade_graphable) in the bounded form for bucket k's cascade graph,
-  // widening the bound (and dropping the graph) where the plan needs more blocks; false on the
-  // bucket's first cascade step, which runs eagerly.
+  // widening its kernels' bounds (and dropping the graph) where the plan needs more blocks;
+  // false where the step runs eagerly: the bucket's first cascade step, and a step whose plan
+  // brings a kernel the graph did not launch.
   bool bound_cascade_graph(size_t k);
   // The planner's options for this model and GPU (the kernel's rows per item, enough items).
   CascadeOptions cascade_options() const;

@@ -72,7 +72,7 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
   graphs.clear();
   graphs.resize(kGraphsPerBucket * graph_buckets.size());
   graph_warm.assign(graph_buckets.size(), 0);
-  cascade_graph_blocks.assign(graph_buckets.size(), 0);
+  cascade_graph_bounds.assign(graph_buckets.size(), {});
   const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
   const GraphLayout largest(graph_buckets.back(), blocks_per_seq * graph_buckets.back());
   FOLIO_RETURN_IF_ERROR(ensure_device(graph_in, largest.total));

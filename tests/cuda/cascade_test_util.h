@@ -21,6 +21,7 @@ namespace folio::cuda::testing {
 struct CascadeDeviceCopy {
   DeviceBuffer items, rows, row_slot_start, row_slots, pack_start, workspace, counts;
   std::vector<int32_t> packs;  // the host copy of pack_start
+  CascadeCounts host_counts;   // the bounded form's (make_bounded)
   CascadeDevicePlan view;
   CascadeDeviceCopy(const CascadePlan& plan, int num_heads, int num_kv_heads, int head_dim,
                     int max_pack_items = 0, bool one_row_only = false) {
@@ -47,14 +48,19 @@ struct CascadeDeviceCopy {
     view.row_slot_start = row_slot_start.as<int32_t>();
     view.row_slots = row_slots.as<int32_t>();
     view.num_slots = plan.num_slots;
+    host_counts = cascade_counts(plan, packs);
   }
-  // The bounded form a CUDA graph replays (CascadeDevicePlan::device_counts): the counts on the
-  // device, a grid `extra_blocks` wider than the work and a workspace laid out for
+  // The bounded form a CUDA graph replays (CascadeDevicePlan::device_counts): the counts
+  // (cascade_counts) on the device, grids `extra_blocks` wider than the work (the wgmma
+  // kernel's where the copy has packs; the mma.sync kernel's where mma_grid, also when it has no
+  // items, as a graph whose plans once had some launches it) and a workspace laid out for
   // `extra_slots` more slots than the plan's, as the engine's capacities leave them.
-  void make_bounded(int extra_blocks, int extra_slots, int num_heads, int head_dim) {
-    counts = upload_raw(std::vector<int32_t>{view.num_wide_items, view.num_packs});
+  void make_bounded(int extra_blocks, int extra_slots, int num_heads, int head_dim, bool mma_grid) {
+    counts = upload_raw(std::vector<CascadeCounts>{host_counts});
     view.device_counts = counts.as<int32_t>();
-    view.max_blocks = view.num_wide_items + view.num_packs + extra_blocks;
+    view.max_blocks =
+        view.pack_start ? host_counts.num_wide + host_counts.num_packs + extra_blocks : 0;
+    view.max_mma_blocks = mma_grid ? host_counts.mma_count + extra_blocks : 0;
     view.num_slots += extra_slots;
     workspace = std::move(
         DeviceBuffer::allocate(cascade_workspace_bytes(view.num_slots, num_heads, head_dim))

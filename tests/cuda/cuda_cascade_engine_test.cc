@@ -142,8 +142,8 @@ void expect_cascade_matches_cpu(int world, KvCacheDtype kv = KvCacheDtype::kAuto
         on_steps, graph_steps);
     EXPECT_EQ(off_steps, 0) << what;
     EXPECT_GT(on_steps, 5) << what;
-    // Every item is on the wgmma kernel here, so cascade steps replay graphs where graphs run
-    // (not the first step of a batch-size bucket, which runs eagerly).
+    // Cascade steps replay graphs where graphs run (not the first step of a batch-size bucket,
+    // which runs eagerly).
     if (world == 1 && eager) {
       EXPECT_EQ(graph_steps, 0) << what;
     } else if (world == 1) {
@@ -165,6 +165,15 @@ TEST(CudaCascade, SharedPrefixesMatchTheCpuAsThePerRowKernelDoes) {
 TEST(CudaCascade, Fp8CacheMatchesTheCpuAsThePerRowKernelDoes) {
   FOLIO_REQUIRE_GPU();
   expect_cascade_matches_cpu(1, KvCacheDtype::kFp8E4m3);
+}
+
+// Every item on the mma.sync kernel (FOLIO_CASCADE_WIDE=0: as where the wgmma kernel does not
+// take the geometry, head_dim 64 or token mode): its bounded form in the cascade graphs.
+TEST(CudaCascade, MmaSyncKernelMatchesTheCpuInGraphsAndEagerly) {
+  FOLIO_REQUIRE_GPU();
+  setenv("FOLIO_CASCADE_WIDE", "0", 1);
+  expect_cascade_matches_cpu(1);
+  unsetenv("FOLIO_CASCADE_WIDE");
 }
 
 // Tensor parallelism: each rank runs cascade on its half of the heads (the llama_hd128 fixture

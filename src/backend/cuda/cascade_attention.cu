@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 
 #include "backend/cuda/cascade_attention.h"
@@ -37,6 +38,9 @@ struct PartialArgs {
   float scale_log2;  // scale x log2(e): scores go straight to exp2
   bool bulk_rows;    // K/V rows by bulk copies (one per row, on an mbarrier), else by cp.async
   bool split_keys;   // items of at most 32 query rows split each tile's keys over warps
+  // The bounded form (CascadeDevicePlan::device_counts): blockIdx.x indexes items from
+  // counts->mma_begin, and blocks from counts->mma_count on have no work. Null: from `items`.
+  const CascadeCounts* counts;
 };
 
 // One item (blockIdx.x) for one kv head (blockIdx.y): query row m = item row m / G, q head
@@ -52,7 +56,12 @@ __global__ void __launch_bounds__(kThreads) cascade_partial_kernel(PartialArgs a
   T* stages = reinterpret_cast<T*>(smem_raw);
   T* sq = stages + 4 * Smem<D>::kTile;  // stage 2's K tile
 
-  const CascadeItem it = a.items[blockIdx.x];
+  int first = 0;
+  if (a.counts) {  // the bounded form: a grid as wide as the bound
+    if (static_cast<int>(blockIdx.x) >= a.counts->mma_count) return;
+    first = a.counts->mma_begin;
+  }
+  const CascadeItem it = a.items[first + blockIdx.x];
   const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int G = a.num_heads / a.num_kv_heads, m_valid = it.num_rows * G;
   const int row_groups = (m_valid + 15) / 16;
@@ -210,6 +219,19 @@ __global__ void __launch_bounds__(D)
   out[(row * num_heads + h) * D + d] = static_cast<T>(end > begin ? num / den : 0.f);
 }
 
+// The mma.sync partial kernel over `blocks` x kv heads.
+template <typename T, int D>
+Status launch_mma(const PagedAttentionParams& p, const PartialArgs& a, int blocks,
+                  cudaStream_t stream) {
+  const size_t smem = Smem<D>::kBytes;
+  FOLIO_RETURN_IF_ERROR(
+      opt_in_dynamic_smem(reinterpret_cast<const void*>(&cascade_partial_kernel<T, D>), smem));
+  cascade_partial_kernel<T, D>
+      <<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(p.num_kv_heads)), kThreads, smem,
+         stream>>>(a);
+  return launch_status("cascade_partial_kernel");
+}
+
 // The exact form's partials: the plan's wide items and its packs on the wgmma kernel where it
 // runs (wg), the others (and all where it does not) on the mma.sync kernel.
 template <typename T, int D>
@@ -230,13 +252,32 @@ Status launch_partials(const PagedAttentionParams& p, const CascadeDevicePlan& p
   }
   if (wide < mma_end) {
     a.items = plan.items + wide;
-    const size_t smem = Smem<D>::kBytes;
-    FOLIO_RETURN_IF_ERROR(
-        opt_in_dynamic_smem(reinterpret_cast<const void*>(&cascade_partial_kernel<T, D>), smem));
-    cascade_partial_kernel<T, D>
-        <<<dim3(static_cast<unsigned>(mma_end - wide), static_cast<unsigned>(p.num_kv_heads)),
-           kThreads, smem, stream>>>(a);
-    FOLIO_RETURN_IF_ERROR(launch_status("cascade_partial_kernel"));
+    return launch_mma<T, D>(p, a, mma_end - wide, stream);
+  }
+  return Status();
+}
+
+// The bounded form's partials: each kernel over its fixed grid, reading the step's counts.
+template <typename T, int D>
+Status launch_bounded(const PagedAttentionParams& p, const CascadeDevicePlan& plan, PartialArgs a,
+                      bool wg, cudaStream_t stream, CascadeTuning tuning) {
+  const auto* counts = reinterpret_cast<const CascadeCounts*>(plan.device_counts);
+  if (plan.max_blocks > 0) {
+    if (!wg || plan.pack_start == nullptr)
+      return invalid_argument(
+          "cascade attention's bounded form: a wgmma grid needs the wgmma kernel's geometry and "
+          "packs");
+    static_assert(offsetof(CascadeCounts, num_wide) == 0 &&
+                  offsetof(CascadeCounts, num_packs) == 4);
+    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(
+        p, plan.items, 0, plan.pack_start, 0, plan.rows, a.part_o, a.part_ml, tuning.wgmma_stages,
+        stream, plan.device_counts, plan.max_blocks));
+  }
+  if (plan.max_mma_blocks > 0) {
+    if (p.kv_dtype != KvCacheDtype::kAuto)
+      return unimplemented("cascade attention over an fp8 cache: no mma.sync grid");
+    a.counts = counts;
+    return launch_mma<T, D>(p, a, plan.max_mma_blocks, stream);
   }
   return Status();
 }
@@ -260,15 +301,10 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   a.scale_log2 = p.scale * kLog2e;
   a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
   a.split_keys = tuning.split_keys;
+  a.counts = nullptr;
   const bool wg = cascade_wide_supported(p);
-  if (plan.device_counts) {  // the bounded form: every item on the wgmma kernel
-    if (!wg || plan.pack_start == nullptr || plan.max_blocks <= 0)
-      return invalid_argument(
-          "cascade attention's bounded form: needs the wgmma kernel's geometry, packs and a "
-          "positive max_blocks");
-    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(
-        p, plan.items, 0, plan.pack_start, 0, plan.rows, a.part_o, a.part_ml, tuning.wgmma_stages,
-        stream, plan.device_counts, plan.max_blocks));
+  if (plan.device_counts) {
+    FOLIO_RETURN_IF_ERROR((launch_bounded<T, D>(p, plan, a, wg, stream, tuning)));
   } else {
     FOLIO_RETURN_IF_ERROR((launch_partials<T, D>(p, plan, a, wg, stream, tuning)));
   }
@@ -280,6 +316,16 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
 }
 
 }  // namespace
+
+CascadeCounts cascade_counts(const CascadePlan& plan, const std::vector<int32_t>& packs) {
+  CascadeCounts c;
+  const int n = static_cast<int>(plan.items.size());
+  c.num_wide = std::clamp(plan.num_wide_items, 0, n);
+  c.num_packs = packs.empty() ? 0 : static_cast<int32_t>(packs.size()) - 1;
+  c.mma_begin = c.num_wide;
+  c.mma_count = (packs.empty() ? n : std::clamp(packs.front(), c.num_wide, n)) - c.num_wide;
+  return c;
+}
 
 bool cascade_supported(const PagedAttentionParams& p) {
   const bool heads = p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 &&

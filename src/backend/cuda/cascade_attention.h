@@ -61,17 +61,28 @@ struct CascadeDevicePlan {
   const int32_t* row_slots = nullptr;
   int num_slots = 0;
   // The bounded form, which a CUDA graph can replay with another step's plan in the same
-  // buffers (model/cuda_llama_cascade.cc): where device_counts is set, the wgmma kernel reads
-  // [num_wide_items, num_packs] from device_counts on the device and runs a grid of max_blocks
-  // (>= num_wide_items + num_packs of every plan it replays; blocks past them exit at once), and
-  // the host's num_wide_items, pack_begin and num_packs are not read. Every item must be wide or
-  // packed (pack_start[0] == num_wide_items, as cascade_wgmma_packs forms them without
-  // one_row_only): the form has no mma.sync launch. num_slots is then the workspace's layout
-  // (its capacity, not the step's count), and rows [plan rows, p.num_seqs) have no slots (a
-  // graph's padding: row_slot_start repeats its last entry): the merge writes them as zeros.
-  const int32_t* device_counts = nullptr;
-  int max_blocks = 0;
+  // buffers (model/cuda_llama_cascade.cc): where device_counts is set, the kernels read the
+  // step's CascadeCounts there on the device, the host's num_items, num_wide_items, pack_begin
+  // and num_packs are not read, and each kernel runs a fixed grid: the wgmma kernel max_blocks
+  // (>= num_wide + num_packs of every plan replayed) and the mma.sync kernel max_mma_blocks (>=
+  // mma_count); blocks past the step's work exit at once, and a bound of 0 launches nothing.
+  // num_slots is then the workspace's layout (its capacity, not the step's count), and rows
+  // [plan rows, p.num_seqs) have no slots (a graph's padding: row_slot_start repeats its last
+  // entry): the merge writes them as zeros.
+  const int32_t* device_counts = nullptr;  // a CascadeCounts
+  int max_blocks = 0, max_mma_blocks = 0;
 };
+
+// The bounded form's counts (CascadeDevicePlan::device_counts), four int32 on the device: the
+// wgmma kernel's items [0, num_wide) alone and its packs, the mma.sync kernel's items
+// [mma_begin, mma_begin + mma_count).
+struct CascadeCounts {
+  int32_t num_wide = 0, num_packs = 0, mma_begin = 0, mma_count = 0;
+};
+
+// A plan's counts where the wgmma kernel takes `packs` (cascade_wgmma_packs; empty: no packs,
+// and where the wgmma kernel does not run, when the plan has no wide items either).
+CascadeCounts cascade_counts(const CascadePlan& plan, const std::vector<int32_t>& packs);
 
 // How the partial kernel brings K/V rows to shared memory. kBulkRows: one bulk copy per 256-byte
 // row (cp.async.bulk, sm_90), a stage completing on an mbarrier; kCpAsync: 16 bytes per thread
