@@ -373,5 +373,48 @@ TEST(CascadeAttention, PacksFollowThePlan) {
   EXPECT_EQ(largest_pack(256, 4, 2048, 256), 4);
 }
 
+// cascade_counts (host only): the bounded form's counts from a plan and its packs, as the
+// executor uploads them for its graphs.
+TEST(CascadeAttention, BoundedCountsSplitTheItemsAsTheExactFormDoes) {
+  CascadePlan plan;
+  plan.items.resize(10);
+  plan.num_wide_items = 2;
+  // Every item past the wide ones packed (the default): no mma.sync items.
+  CascadeCounts c = cascade_counts(plan, {2, 5, 10});
+  EXPECT_EQ(c.num_wide, 2);
+  EXPECT_EQ(c.num_packs, 2);
+  EXPECT_EQ(c.mma_begin, 2);
+  EXPECT_EQ(c.mma_count, 0);
+  // One-row packs only: items [2, 6) on the mma.sync kernel, [6, 10) in one pack.
+  c = cascade_counts(plan, {6, 10});
+  EXPECT_EQ(c.num_packs, 1);
+  EXPECT_EQ(c.mma_begin, 2);
+  EXPECT_EQ(c.mma_count, 4);
+  // No wgmma kernel (no packs, no wide items): every item on the mma.sync kernel.
+  plan.num_wide_items = 0;
+  c = cascade_counts(plan, {});
+  EXPECT_EQ(c.num_wide, 0);
+  EXPECT_EQ(c.num_packs, 0);
+  EXPECT_EQ(c.mma_begin, 0);
+  EXPECT_EQ(c.mma_count, 10);
+  // The real planner's default plan: everything on wgmma.
+  const std::vector<int32_t> ctx = {300, 300, 300, 40};
+  const std::vector<int32_t> bts = {0, 19, 38, 57, 60};
+  std::vector<int32_t> table;
+  for (int r = 0; r < 3; ++r)
+    for (int b = 0; b < 19; ++b) table.push_back(b < 16 ? b : 100 + 19 * r + b);
+  for (int b = 0; b < 3; ++b) table.push_back(200 + b);
+  CascadeOptions o;
+  o.max_rows_per_item = cascade_max_rows_per_item(32, 8);
+  o.wide_min_rows = 2;
+  const CascadePlan real = plan_cascade(ctx, bts, table, 16, o);
+  ASSERT_GT(real.num_segments, 0);
+  const std::vector<int32_t> packs = cascade_wgmma_packs(real, 32, 8, 132);
+  c = cascade_counts(real, packs);
+  EXPECT_EQ(c.num_wide, real.num_wide_items);
+  EXPECT_EQ(c.num_packs, static_cast<int32_t>(packs.size()) - 1);
+  EXPECT_EQ(c.mma_count, 0);
+}
+
 }  // namespace
 }  // namespace folio::cuda
