@@ -98,12 +98,6 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
   const CascadePlan plan =
       plan_cascade(b.context_lens, b.block_table_start, b.block_table, kv.block_size, options);
   if (plan.num_segments == 0) return Status();
-  // The wgmma kernel's packs of the narrow items (none where it does not run: wide_min_rows 0).
-  // (An fp8 cache packs them all: the mma.sync kernel does not read one.)
-  std::vector<int32_t> packs;
-  if (options.wide_min_rows > 0)
-    packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
-                                      cascade_pack_one_row_only && !kv_fp8());
   // A graph replays the step where a bucket holds its rows.
   const int bucket = graph_bucket(b.num_seqs());
   cascade_graphable = cascade_graphs && bucket > 0;
@@ -113,6 +107,12 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
       cascade_min_saving == 0 ||
       (plan.saving() >= cascade_min_saving && plan.logical_tokens - plan.read_tokens >= min_saved);
   if (!pays) return Status();
+  // The wgmma kernel's packs of the narrow items (none where it does not run: wide_min_rows 0).
+  // (An fp8 cache packs them all: the mma.sync kernel does not read one.)
+  std::vector<int32_t> packs;
+  if (options.wide_min_rows > 0)
+    packs = cuda::cascade_wgmma_packs(plan, config.num_heads, config.num_kv_heads, info.num_sms, 0,
+                                      cascade_pack_one_row_only && !kv_fp8());
   // A graph step's padding rows have no slots (the bucket's graph merges B rows).
   FOLIO_RETURN_IF_ERROR(upload_cascade_plan(plan, packs, std::max(b.num_seqs(), bucket)));
   cascade_on = true;
