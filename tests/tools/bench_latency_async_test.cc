@@ -5,6 +5,7 @@
 // simulates device time per token, so a prefill step is visibly longer than a decode step.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "engine/engine_core.h"
@@ -41,15 +42,26 @@ TEST(BenchLatency, AsyncStepsTimeTheStepTheyWaitedFor) {
     c.output_len = 6;
     c.num_iters = 2;
     c.num_iters_warmup = 0;
-    auto iters = run_latency(**engine, c);
-    ASSERT_TRUE(iters.ok()) << iters.status().to_string();
-    for (const auto& it : *iters) {
-      // The three decode alone in the steps computing their 3rd to 6th tokens.
-      EXPECT_EQ(it.full_batch_steps, 4) << (async ? "async" : "sync");
-      // A full-batch decode step takes 3 tokens' time (0.9 ms); the second prefill step, 29.
-      EXPECT_GT(it.tpot_s, 0.8 * 3 * kUsPerToken * 1e-6) << (async ? "async" : "sync");
-      EXPECT_LT(it.tpot_s, 2.0 * 3 * kUsPerToken * 1e-6) << (async ? "async" : "sync");
+    // A full-batch decode step takes 3 tokens' time (0.9 ms); the second prefill step, 29: one
+    // in the mean of 4 would put it near 2.9 ms. The times are wall clock over sleeps, which a
+    // loaded CI machine stretches now and then (a mean of 1.95 ms seen once in 15 runs), so the
+    // time bounds get three tries; a prefill step in the mean is deterministic and fails all.
+    bool in_bounds = false;
+    for (int attempt = 0; attempt < 3 && !in_bounds; ++attempt) {
+      auto iters = run_latency(**engine, c);
+      ASSERT_TRUE(iters.ok()) << iters.status().to_string();
+      in_bounds = true;
+      for (const auto& it : *iters) {
+        // The three decode alone in the steps computing their 3rd to 6th tokens.
+        EXPECT_EQ(it.full_batch_steps, 4) << (async ? "async" : "sync");
+        in_bounds = in_bounds && it.tpot_s > 0.8 * 3 * kUsPerToken * 1e-6 &&
+                    it.tpot_s < 2.0 * 3 * kUsPerToken * 1e-6;
+        std::printf("%s, try %d: TPOT %.3f ms\n", async ? "async" : "sync", attempt + 1,
+                    it.tpot_s * 1e3);
+      }
     }
+    EXPECT_TRUE(in_bounds) << (async ? "async" : "sync")
+                           << ": TPOT outside 0.72-1.8 ms in three tries";
     EXPECT_EQ((*engine)->counters().async_steps > 0, async);
   }
 }
