@@ -17,7 +17,8 @@ struct CascadeSwitches {
   bool wide = true;                 // FOLIO_CASCADE_WIDE=0|1: the wgmma kernel where it runs
   bool pack_one_row_only = false;   // FOLIO_CASCADE_PACKS=all|one-row
   // FOLIO_CASCADE_GRAPHS=0|1: cascade steps replay CUDA graphs where their plan allows (the
-  // kernels' bounded form); 0 runs every cascade step eagerly, as before session 51.
+  // kernels read their counts on the device); 0 runs every cascade step eagerly, as before
+  // session 51.
   bool graphs = true;
   // FOLIO_CASCADE_STAGES=2|3, or 4 over an fp8 cache (unset: CascadeTuning's).
   std::optional<int> wgmma_stages;

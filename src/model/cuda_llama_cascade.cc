@@ -11,13 +11,12 @@
 // inside the decode kernel).
 //
 // CUDA graphs: the plan's shape changes from step to step, so a graph cannot bake it in. A
-// step whose rows fit a graph bucket replays the bucket's cascade graph (cuda_llama_graphs.cc)
-// in the kernels' bounded form (cascade_attention.h): the plan's arrays at offsets fixed by
-// capacities (upload_cascade_plan), each kernel reading its counts on the device over a grid as
-// wide as the bucket's bound for it (bound_cascade_graph: the next power of two of the widest
-// plan seen; a wider plan recaptures; a kernel with a bound of 0, as the mma.sync kernel where
-// every item is on wgmma, is not launched), the merge over the bucket's rows (padding rows
-// have no slots).
+// step whose rows fit a graph bucket replays the bucket's cascade graph (cuda_llama_graphs.cc;
+// the kernels read the plan's counts on the device, cascade_attention.h): the plan's arrays at
+// offsets fixed by capacities (upload_cascade_plan), each kernel over a grid as wide as the
+// bucket's bound for it (bound_cascade_graph: the next power of two of the widest plan seen; a
+// wider plan recaptures; a kernel with a bound of 0, as the mma.sync kernel where every item is on
+// wgmma, is not launched), the merge over the bucket's rows (padding rows have no slots).
 //
 // The switches (parsed by model/cascade_switches.h, tested on the CPU):
 // FOLIO_CASCADE_ATTENTION=0 turns it off; =1 (the default) on; FOLIO_CASCADE_MIN_SAVING=F sets
@@ -173,18 +172,18 @@ Status CudaLlamaExecutor::Impl::upload_cascade_plan(const CascadePlan& plan,
   FOLIO_RETURN_IF_ERROR(cuda::copy_async(cascade_dev.data(), staged.data(), total, nullptr));
   auto* d = static_cast<std::byte*>(cascade_dev.data());
   cuda::CascadeDevicePlan& v = cascade_plan;
-  v = cuda::CascadeDevicePlan();  // the exact form (bound_cascade_graph makes it bounded)
+  v = cuda::CascadeDevicePlan();
   v.items = reinterpret_cast<const CascadeItem*>(d + items_at);
-  v.num_items = static_cast<int>(plan.items.size());
-  v.num_wide_items = plan.num_wide_items;
-  v.pack_begin = packs.empty() ? v.num_items : packs.front();
-  v.pack_start = reinterpret_cast<const int32_t*>(d + packs_at);
-  v.num_packs = cascade_step_counts.num_packs;
+  v.pack_start = packs.empty() ? nullptr : reinterpret_cast<const int32_t*>(d + packs_at);
   v.rows = reinterpret_cast<const int32_t*>(d + rows_at);
   v.row_slot_start = reinterpret_cast<const int32_t*>(d + start_at);
   v.row_slots = reinterpret_cast<const int32_t*>(d + slots_at);
   v.num_slots = cap.slots;  // the workspace's layout (the partials' rows for up to cap.slots)
-  cascade_counts = reinterpret_cast<const int32_t*>(d + counts_at);
+  v.counts = reinterpret_cast<const cuda::CascadeCounts*>(d + counts_at);
+  // Grids for exactly this plan (an eager step); bound_cascade_graph widens them for a graph.
+  const cuda::CascadeGrids grids = cuda::cascade_exact_grids(cascade_step_counts);
+  v.wgmma_blocks = grids.wgmma_blocks;
+  v.mma_blocks = grids.mma_blocks;
   return Status();
 }
 
@@ -202,9 +201,8 @@ bool CudaLlamaExecutor::Impl::bound_cascade_graph(size_t k) {
   const cuda::CascadeCounts& c = cascade_step_counts;
   widen(c.num_wide + c.num_packs, g.wgmma_blocks);
   widen(c.mma_count, g.mma_blocks);
-  cascade_plan.device_counts = cascade_counts;
-  cascade_plan.max_blocks = g.wgmma_blocks;
-  cascade_plan.max_mma_blocks = g.mma_blocks;
+  cascade_plan.wgmma_blocks = g.wgmma_blocks;
+  cascade_plan.mma_blocks = g.mma_blocks;
   return warm;
 }
 

@@ -80,7 +80,7 @@ class CudaLlamaExecutor final : public Executor {
   int graph_steps() const;
   // Decode steps that ran cascade attention (rows sharing prefix blocks; cuda_llama_cascade.cc).
   int cascade_steps() const;
-  // Of those, the steps that replayed a CUDA graph (the bounded form, cuda_llama_cascade.cc).
+  // Of those, the steps that replayed a CUDA graph (cuda_llama_cascade.cc).
   int cascade_graph_steps() const;
 
   Status execute(const ForwardBatch& batch, std::vector<float>& logits) override;

@@ -269,14 +269,14 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer cascade_dev, cascade_ws;
   // The plan's arrays sit in cascade_dev at offsets set by these capacities (grown, never
   // shrunk; growing moves the arrays, so it drops the cascade graphs), so that a graph captured
-  // on one step's plan replays the next one's (CascadeDevicePlan's bounded form).
+  // on one step's plan replays the next one's (CascadeDevicePlan: the counts read on the device).
   struct CascadeCapacity {
     int items = 0, rows = 0, seqs = 0, row_slots = 0, slots = 0, packs = 0;
   };
   CascadeCapacity cascade_cap;
   bool cascade_graphable = false;           // this step may replay its bucket's cascade graph
-  cuda::CascadeCounts cascade_step_counts;  // this step's plan's
-  const int32_t* cascade_counts = nullptr;  // the same, in cascade_dev
+  // This step's plan's counts (cascade_plan.counts: the same on the device).
+  cuda::CascadeCounts cascade_step_counts;
   struct CascadeGraphBounds {               // a bucket's cascade graph: its kernels' grids
     int wgmma_blocks = 0, mma_blocks = 0;   // (0: not launched)
     bool warm = false;                      // a cascade step of this bucket ran
@@ -286,8 +286,8 @@ struct CudaLlamaExecutor::Impl {
   Status plan_cascade_step(const ForwardBatch& b);
   Status upload_cascade_plan(const CascadePlan& plan, const std::vector<int32_t>& packs,
                              int padded_seqs);
-  // Puts this step's plan (cascade_graphable) in the bounded form for bucket k's cascade graph,
-  // widening its kernels' bounds (and dropping the graph) where the plan needs more blocks;
+  // Sets this step's grids (cascade_graphable) to bucket k's cascade graph's bounds, widening
+  // them (and dropping the graph) where the plan needs more blocks;
   // false where the step runs eagerly: the bucket's first cascade step, and a step whose plan
   // brings a kernel the graph did not launch.
   bool bound_cascade_graph(size_t k);

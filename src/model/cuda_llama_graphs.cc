@@ -10,7 +10,7 @@
 // creation; if they ever grow, every graph is dropped), graph_in (the step arrays, at offsets
 // fixed per B, with the attention's partition size for the step under DecodePlan::step_split:
 // such a bucket has a second graph, of the plan without it, for steps that do not split; a
-// third replays cascade steps, in cascade attention's bounded form: cuda_llama_cascade.cc)
+// third replays cascade steps, their kernels' grids bounded per bucket: cuda_llama_cascade.cc)
 // and graph_workspace (sized for the bounded attention plan of every bucket). The
 // attention plan is bounded by max_model_len, so it does not depend on the step's lengths
 // (decode_attention.h), and the GEMM plans for m = B exist from the bucket's first, eager step.
@@ -153,8 +153,8 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   const size_t k = static_cast<size_t>(
       std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) - graph_buckets.begin());
   const size_t g_index = kGraphsPerBucket * k + (cascade_on ? 2 : plan.step_split ? 1 : 0);
-  // A cascade step: the bounded form; the bucket's first runs eagerly (the kernels' first
-  // launches, outside a capture).
+  // A cascade step: the bucket's bounds as its grids; the bucket's first runs eagerly (the kernels'
+  // first launches, outside a capture).
   const bool cascade_warm = !cascade_on || bound_cascade_graph(k);
   const StepShape shape{B, B};
   if (timer) timer->begin_step(nullptr);

@@ -150,8 +150,8 @@ TEST(AttentionBench, K1SharedPrefix) {
           "(%.2fx the default plan)\n",
           dus, us / dus);
       std::printf("  (%d items packed, %s to a pack, in %d packs)\n",
-                  dev.view.num_items - dev.view.pack_begin, dev.pack_sizes().c_str(),
-                  dev.view.num_packs);
+                  dev.packs.empty() ? 0 : static_cast<int>(cp.items.size()) - dev.packs.front(),
+                  dev.pack_sizes().c_str(), dev.host_counts.num_packs);
       {
         CascadeTuning t;
         t.wgmma_stages = 3;

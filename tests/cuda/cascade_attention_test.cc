@@ -127,9 +127,10 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
         for (const Form& form : forms) {
           CascadeDeviceCopy dp(plan, c.heads, c.kv_heads, c.head_dim, form.max_pack_items,
                                form.one_row_only);
-          // An fp8 cache refuses a plan that leaves items to the mma.sync kernel (the exact form
-          // says so; the bounded form cannot see the device's counts, and the engine never asks).
-          const bool refused = fp8 && dp.view.pack_begin > plan.num_wide_items;
+          // An fp8 cache refuses a plan that leaves items to the mma.sync kernel (its grid says
+          // so; a graph's bounds without an mma.sync grid cannot see the device's counts, and the
+          // engine never asks).
+          const bool refused = fp8 && dp.mma_items() > 0;
           if (refused && form.bounded) continue;
           // (An fp8 cache has no mma.sync grid: its plans put every item on wgmma.)
           if (form.bounded) dp.make_bounded(29, 7, c.heads, c.head_dim, !fp8);
@@ -141,7 +142,8 @@ class CascadeAttentionTest : public ::testing::TestWithParam<Case> {
             how =
                 "wgmma: items of " + std::to_string(wide_rows) + "+ rows (" +
                 std::to_string(plan.num_wide_items) + " of " + std::to_string(plan.items.size()) +
-                ") alone, " + std::to_string(plan.items.size() - dp.view.pack_begin) +
+                ") alone, " +
+                std::to_string(dp.packs.empty() ? 0 : plan.items.size() - dp.packs.front()) +
                 (form.one_row_only ? " one-row" : "") + " in packs of " + dp.pack_sizes() +
                 (form.max_pack_items > 0 ? " (at most " + std::to_string(form.max_pack_items) + ")"
                                          : std::string(" (auto)")) +
@@ -304,10 +306,25 @@ TEST(CascadeAttention, RefusesWhatItDoesNotSupport) {
       EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
     }
   }
+  // With rows to run: a plan needs its counts, and grids its kernels take (checked before any
+  // launch, so the null arrays are never read).
+  p.num_seqs = 1;
+  CascadeDevicePlan plan;
+  EXPECT_EQ(cascade_attention(p, plan, nullptr, nullptr).code(), StatusCode::kInvalidArgument);
+  const CascadeCounts counts;
+  plan.counts = &counts;
+  p.kv_dtype = KvCacheDtype::kFp8E4m3;
+  plan.mma_blocks = 1;  // an fp8 cache has no mma.sync kernel
+  EXPECT_EQ(cascade_attention(p, plan, nullptr, nullptr).code(), StatusCode::kUnimplemented);
   p.kv_dtype = KvCacheDtype::kAuto;
   p.head_dim = 64;
   p.num_heads = 8;
   EXPECT_FALSE(cascade_wide_supported(p));
+  plan.mma_blocks = 0;
+  plan.wgmma_blocks = 1;  // no wgmma kernel at head_dim 64
+  EXPECT_EQ(cascade_attention(p, plan, nullptr, nullptr).code(), StatusCode::kInvalidArgument);
+  plan.wgmma_blocks = -1;
+  EXPECT_EQ(cascade_attention(p, plan, nullptr, nullptr).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

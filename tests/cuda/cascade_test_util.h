@@ -16,12 +16,13 @@ namespace folio::cuda::testing {
 // The plan's arrays uploaded one buffer each, the wgmma kernel's packs (cascade_wgmma_packs:
 // as the engine forms them by default; max_pack_items > 0: at most that many items to a pack;
 // -1: none, every item past the wide ones on the mma.sync kernel; one_row_only: only the one-row
-// items packed), the partials' workspace, and the view the kernel
-// takes. The engine packs the same arrays into one upload (model/cuda_llama_cascade.cc).
+// items packed), the counts the kernels read on the device, the partials' workspace, and the view
+// the kernel takes, its grids exactly the plan's (an eager step's). The engine packs the same
+// arrays into one upload (model/cuda_llama_cascade.cc).
 struct CascadeDeviceCopy {
   DeviceBuffer items, rows, row_slot_start, row_slots, pack_start, workspace, counts;
   std::vector<int32_t> packs;  // the host copy of pack_start
-  CascadeCounts host_counts;   // the bounded form's (make_bounded)
+  CascadeCounts host_counts;   // the host copy of counts
   CascadeDevicePlan view;
   CascadeDeviceCopy(const CascadePlan& plan, int num_heads, int num_kv_heads, int head_dim,
                     int max_pack_items = 0, bool one_row_only = false) {
@@ -33,34 +34,32 @@ struct CascadeDeviceCopy {
         DeviceBuffer::allocate(cascade_workspace_bytes(plan.num_slots, num_heads, head_dim))
             .value());
     view.items = static_cast<const CascadeItem*>(items.data());
-    view.num_items = static_cast<int>(plan.items.size());
-    view.num_wide_items = plan.num_wide_items;
-    view.pack_begin = view.num_items;
     if (max_pack_items >= 0) {
       packs = cascade_wgmma_packs(plan, num_heads, num_kv_heads, current_device_num_sms(),
                                   max_pack_items, one_row_only);
       pack_start = upload_raw(packs);
-      view.pack_begin = packs.front();
       view.pack_start = pack_start.as<int32_t>();
-      view.num_packs = static_cast<int>(packs.size()) - 1;
     }
     view.rows = rows.as<int32_t>();
     view.row_slot_start = row_slot_start.as<int32_t>();
     view.row_slots = row_slots.as<int32_t>();
     view.num_slots = plan.num_slots;
     host_counts = cascade_counts(plan, packs);
+    counts = upload_raw(std::vector<CascadeCounts>{host_counts});
+    view.counts = counts.as<CascadeCounts>();
+    const CascadeGrids grids = cascade_exact_grids(host_counts);
+    view.wgmma_blocks = grids.wgmma_blocks;
+    view.mma_blocks = grids.mma_blocks;
   }
-  // The bounded form a CUDA graph replays (CascadeDevicePlan::device_counts): the counts
-  // (cascade_counts) on the device, grids `extra_blocks` wider than the work (the wgmma
-  // kernel's where the copy has packs; the mma.sync kernel's where mma_grid, also when it has no
+  // Items the wgmma kernel does not take (the mma.sync kernel's).
+  int mma_items() const { return host_counts.mma_count; }
+  // As a CUDA graph replays a plan: grids `extra_blocks` wider than the work (the wgmma
+  // kernel's where it takes items; the mma.sync kernel's where mma_grid, also when it has no
   // items, as a graph whose plans once had some launches it) and a workspace laid out for
   // `extra_slots` more slots than the plan's, as the engine's capacities leave them.
   void make_bounded(int extra_blocks, int extra_slots, int num_heads, int head_dim, bool mma_grid) {
-    counts = upload_raw(std::vector<CascadeCounts>{host_counts});
-    view.device_counts = counts.as<int32_t>();
-    view.max_blocks =
-        view.pack_start ? host_counts.num_wide + host_counts.num_packs + extra_blocks : 0;
-    view.max_mma_blocks = mma_grid ? host_counts.mma_count + extra_blocks : 0;
+    if (view.wgmma_blocks > 0 || view.pack_start) view.wgmma_blocks += extra_blocks;
+    view.mma_blocks = mma_grid ? host_counts.mma_count + extra_blocks : 0;
     view.num_slots += extra_slots;
     workspace = std::move(
         DeviceBuffer::allocate(cascade_workspace_bytes(view.num_slots, num_heads, head_dim))

@@ -38,8 +38,8 @@ struct PartialArgs {
   float scale_log2;  // scale x log2(e): scores go straight to exp2
   bool bulk_rows;    // K/V rows by bulk copies (one per row, on an mbarrier), else by cp.async
   bool split_keys;   // items of at most 32 query rows split each tile's keys over warps
-  // The bounded form (CascadeDevicePlan::device_counts): blockIdx.x indexes items from
-  // counts->mma_begin, and blocks from counts->mma_count on have no work. Null: from `items`.
+  // The step's counts on the device (CascadeDevicePlan::counts): blockIdx.x indexes items from
+  // counts->mma_begin, and blocks from counts->mma_count on have no work.
   const CascadeCounts* counts;
 };
 
@@ -56,12 +56,9 @@ __global__ void __launch_bounds__(kThreads) cascade_partial_kernel(PartialArgs a
   T* stages = reinterpret_cast<T*>(smem_raw);
   T* sq = stages + 4 * Smem<D>::kTile;  // stage 2's K tile
 
-  int first = 0;
-  if (a.counts) {  // the bounded form: a grid as wide as the bound
-    if (static_cast<int>(blockIdx.x) >= a.counts->mma_count) return;
-    first = a.counts->mma_begin;
-  }
-  const CascadeItem it = a.items[first + blockIdx.x];
+  // The grid may be wider than the step's work (a graph's bound).
+  if (static_cast<int>(blockIdx.x) >= a.counts->mma_count) return;
+  const CascadeItem it = a.items[a.counts->mma_begin + blockIdx.x];
   const int kvh = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int G = a.num_heads / a.num_kv_heads, m_valid = it.num_rows * G;
   const int row_groups = (m_valid + 15) / 16;
@@ -232,53 +229,27 @@ Status launch_mma(const PagedAttentionParams& p, const PartialArgs& a, int block
   return launch_status("cascade_partial_kernel");
 }
 
-// The exact form's partials: the plan's wide items and its packs on the wgmma kernel where it
-// runs (wg), the others (and all where it does not) on the mma.sync kernel.
+// The wgmma kernel reads num_wide and num_packs as counts[0..1] (cascade_attention_wg_args.cuh).
+static_assert(offsetof(CascadeCounts, num_wide) == 0 && offsetof(CascadeCounts, num_packs) == 4);
+
+// The partials: each kernel over its grid, reading the step's counts on the device.
 template <typename T, int D>
-Status launch_partials(const PagedAttentionParams& p, const CascadeDevicePlan& plan, PartialArgs a,
-                       bool wg, cudaStream_t stream, CascadeTuning tuning) {
-  const int wide = wg ? std::clamp(plan.num_wide_items, 0, plan.num_items) : 0;
-  const bool packs = wg && plan.num_packs > 0 && plan.pack_start != nullptr;
-  const int mma_end = packs ? std::clamp(plan.pack_begin, wide, plan.num_items) : plan.num_items;
-  if (p.kv_dtype != KvCacheDtype::kAuto && wide < mma_end)
+Status launch_partials(const PagedAttentionParams& p, const CascadeDevicePlan& plan,
+                       const PartialArgs& a, cudaStream_t stream, CascadeTuning tuning) {
+  // Checked before anything launches.
+  if (plan.wgmma_blocks > 0 && !cascade_wide_supported(p))
+    return invalid_argument(
+        "cascade attention: a wgmma grid needs the wgmma kernel's geometry (head_dim 128, pages "
+        "of 8-64 tokens, a power of two)");
+  if (plan.mma_blocks > 0 && p.kv_dtype != KvCacheDtype::kAuto)
     return unimplemented(
         "cascade attention over an fp8 cache: every item goes to the wgmma kernel (wide or "
-        "packed); items " +
-        std::to_string(wide) + ".." + std::to_string(mma_end - 1) + " are neither");
-  if (wide > 0 || packs) {
-    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(
-        p, plan.items, wide, packs ? plan.pack_start : nullptr, packs ? plan.num_packs : 0,
-        plan.rows, a.part_o, a.part_ml, tuning.wgmma_stages, stream));
-  }
-  if (wide < mma_end) {
-    a.items = plan.items + wide;
-    return launch_mma<T, D>(p, a, mma_end - wide, stream);
-  }
-  return Status();
-}
-
-// The bounded form's partials: each kernel over its fixed grid, reading the step's counts.
-template <typename T, int D>
-Status launch_bounded(const PagedAttentionParams& p, const CascadeDevicePlan& plan, PartialArgs a,
-                      bool wg, cudaStream_t stream, CascadeTuning tuning) {
-  const auto* counts = reinterpret_cast<const CascadeCounts*>(plan.device_counts);
-  if (plan.max_blocks > 0) {
-    if (!wg || plan.pack_start == nullptr)
-      return invalid_argument(
-          "cascade attention's bounded form: a wgmma grid needs the wgmma kernel's geometry and "
-          "packs");
-    static_assert(offsetof(CascadeCounts, num_wide) == 0 &&
-                  offsetof(CascadeCounts, num_packs) == 4);
-    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(
-        p, plan.items, 0, plan.pack_start, 0, plan.rows, a.part_o, a.part_ml, tuning.wgmma_stages,
-        stream, plan.device_counts, plan.max_blocks));
-  }
-  if (plan.max_mma_blocks > 0) {
-    if (p.kv_dtype != KvCacheDtype::kAuto)
-      return unimplemented("cascade attention over an fp8 cache: no mma.sync grid");
-    a.counts = counts;
-    return launch_mma<T, D>(p, a, plan.max_mma_blocks, stream);
-  }
+        "packed), so no mma.sync grid");
+  if (plan.wgmma_blocks > 0)
+    FOLIO_RETURN_IF_ERROR(cascade_detail::launch_wide(p, plan.items, plan.pack_start, plan.rows,
+                                                      a.part_o, a.part_ml, tuning.wgmma_stages,
+                                                      stream, plan.counts, plan.wgmma_blocks));
+  if (plan.mma_blocks > 0) return launch_mma<T, D>(p, a, plan.mma_blocks, stream);
   return Status();
 }
 
@@ -301,13 +272,8 @@ Status launch(const PagedAttentionParams& p, const CascadeDevicePlan& plan, void
   a.scale_log2 = p.scale * kLog2e;
   a.bulk_rows = tuning.load == CascadeLoad::kBulkRows;
   a.split_keys = tuning.split_keys;
-  a.counts = nullptr;
-  const bool wg = cascade_wide_supported(p);
-  if (plan.device_counts) {
-    FOLIO_RETURN_IF_ERROR((launch_bounded<T, D>(p, plan, a, wg, stream, tuning)));
-  } else {
-    FOLIO_RETURN_IF_ERROR((launch_partials<T, D>(p, plan, a, wg, stream, tuning)));
-  }
+  a.counts = plan.counts;
+  FOLIO_RETURN_IF_ERROR((launch_partials<T, D>(p, plan, a, stream, tuning)));
   cascade_merge_kernel<T, D>
       <<<dim3(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads)), D, 0,
          stream>>>(a.part_o, a.part_ml, plan.row_slot_start, plan.row_slots, p.query_start,
@@ -325,6 +291,10 @@ CascadeCounts cascade_counts(const CascadePlan& plan, const std::vector<int32_t>
   c.mma_begin = c.num_wide;
   c.mma_count = (packs.empty() ? n : std::clamp(packs.front(), c.num_wide, n)) - c.num_wide;
   return c;
+}
+
+CascadeGrids cascade_exact_grids(const CascadeCounts& counts) {
+  return {counts.num_wide + counts.num_packs, counts.mma_count};
 }
 
 bool cascade_supported(const PagedAttentionParams& p) {
@@ -360,7 +330,9 @@ Status cascade_attention(const PagedAttentionParams& p, const CascadeDevicePlan&
   if (stages != 2 && stages != 3 && !(fp8 && stages == 4))
     return invalid_argument("cascade attention: wgmma_stages " + std::to_string(stages) +
                             " (2 or 3; 4 over an fp8 cache)");
-  if (p.num_seqs <= 0 || (!plan.device_counts && plan.num_items <= 0)) return Status();
+  if (p.num_seqs <= 0) return Status();
+  if (plan.counts == nullptr || plan.wgmma_blocks < 0 || plan.mma_blocks < 0)
+    return invalid_argument("cascade attention: a plan needs its device counts and grids >= 0");
   cudaStream_t st = as_stream(stream);
   const bool bf16 = p.dtype == DType::kBF16;
   if (p.head_dim == 128)

@@ -29,8 +29,8 @@
 // Supports a 16-bit cache (the q/out dtype) and head_dim 64 or 128, and an fp8 e4m3 cache at the
 // wgmma kernel's geometry, every item on that kernel (cascade_supported; the fp8 form converts
 // each tile to fp16: cascade_attention_wg_fp8.cuh); q is already roped (qkv_post ran), and
-// nothing is written to the cache. Every row's context is
-// covered by its items (the plan's invariant), so the merge never sees a row without slots.
+// nothing is written to the cache. Every plan row's context is covered by its items (the plan's
+// invariant); only a graph's padding rows have no slots.
 #pragma once
 
 #include <cstddef>
@@ -43,46 +43,47 @@
 
 namespace folio::cuda {
 
-// Device copies of a CascadePlan's arrays (the layout is the host struct's).
-struct CascadeDevicePlan {
-  const CascadeItem* items = nullptr;
-  int num_items = 0;
-  // Where cascade_wide_supported, items [0, num_wide_items) (CascadePlan::num_wide_items) go to
-  // the wgmma kernel (cascade_attention_wg.cuh) one to a block, and so do items [pack_begin,
-  // num_items) in packs (cascade_wgmma_packs): pack b is items [pack_start[b], pack_start[b +
-  // 1]) (device array of num_packs + 1, pack_start[0] == pack_begin); the items in between, and
-  // all where the wgmma kernel does not run, go to the mma.sync kernel.
-  int num_wide_items = 0;
-  int pack_begin = 0;
-  const int32_t* pack_start = nullptr;
-  int num_packs = 0;
-  const int32_t* rows = nullptr;            // CascadePlan::rows
-  const int32_t* row_slot_start = nullptr;  // [num_seqs + 1]
-  const int32_t* row_slots = nullptr;
-  int num_slots = 0;
-  // The bounded form, which a CUDA graph can replay with another step's plan in the same
-  // buffers (model/cuda_llama_cascade.cc): where device_counts is set, the kernels read the
-  // step's CascadeCounts there on the device, the host's num_items, num_wide_items, pack_begin
-  // and num_packs are not read, and each kernel runs a fixed grid: the wgmma kernel max_blocks
-  // (>= num_wide + num_packs of every plan replayed) and the mma.sync kernel max_mma_blocks (>=
-  // mma_count); blocks past the step's work exit at once, and a bound of 0 launches nothing.
-  // num_slots is then the workspace's layout (its capacity, not the step's count), and rows
-  // [plan rows, p.num_seqs) have no slots (a graph's padding: row_slot_start repeats its last
-  // entry): the merge writes them as zeros.
-  const int32_t* device_counts = nullptr;  // a CascadeCounts
-  int max_blocks = 0, max_mma_blocks = 0;
-};
-
-// The bounded form's counts (CascadeDevicePlan::device_counts), four int32 on the device: the
+// The kernels' counts for one plan, four int32 on the device (CascadeDevicePlan::counts): the
 // wgmma kernel's items [0, num_wide) alone and its packs, the mma.sync kernel's items
 // [mma_begin, mma_begin + mma_count).
 struct CascadeCounts {
   int32_t num_wide = 0, num_packs = 0, mma_begin = 0, mma_count = 0;
 };
 
+// Device copies of a CascadePlan's arrays (the layout is the host struct's) and the grids that
+// run them. The kernels read the step's CascadeCounts on the device, never on the host, so a
+// CUDA graph can replay them with another step's plan in the same buffers
+// (model/cuda_llama_cascade.cc): each kernel runs a fixed grid, the wgmma kernel wgmma_blocks
+// (>= num_wide + num_packs) and the mma.sync kernel mma_blocks (>= mma_count); blocks past the
+// step's work exit at once, and a grid of 0 launches nothing. An eager step passes its own
+// counts as the grids (cascade_exact_grids), a graph the bucket's bounds.
+struct CascadeDevicePlan {
+  const CascadeItem* items = nullptr;
+  // Where cascade_wide_supported, the wgmma kernel takes items [0, num_wide) one to a block and
+  // the packs (cascade_wgmma_packs): pack b is items [pack_start[b], pack_start[b + 1]) (device
+  // array of num_packs + 1; null when there are no packs); the other items, and all where the
+  // wgmma kernel does not run, go to the mma.sync kernel.
+  const int32_t* pack_start = nullptr;
+  const int32_t* rows = nullptr;            // CascadePlan::rows
+  const int32_t* row_slot_start = nullptr;  // [num_seqs + 1]
+  const int32_t* row_slots = nullptr;
+  // The workspace's layout: partials for up to num_slots slots (a capacity, at least the plan's).
+  // Rows [plan rows, p.num_seqs) have no slots (a graph's padding: row_slot_start repeats its
+  // last entry), and the merge writes them as zeros.
+  int num_slots = 0;
+  const CascadeCounts* counts = nullptr;  // required
+  int wgmma_blocks = 0, mma_blocks = 0;
+};
+
 // A plan's counts where the wgmma kernel takes `packs` (cascade_wgmma_packs; empty: no packs,
 // and where the wgmma kernel does not run, when the plan has no wide items either).
 CascadeCounts cascade_counts(const CascadePlan& plan, const std::vector<int32_t>& packs);
+
+// The grids that run exactly a plan of these counts: {wgmma_blocks, mma_blocks}.
+struct CascadeGrids {
+  int wgmma_blocks = 0, mma_blocks = 0;
+};
+CascadeGrids cascade_exact_grids(const CascadeCounts& counts);
 
 // How the partial kernel brings K/V rows to shared memory. kBulkRows: one bulk copy per 256-byte
 // row (cp.async.bulk, sm_90), a stage completing on an mbarrier; kCpAsync: 16 bytes per thread

@@ -82,10 +82,9 @@ Status launch_typed(int stages, bool fp8, Launch&& launch) {
 
 }  // namespace
 
-Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int num_wide,
-                   const int32_t* pack_start, int num_packs, const int32_t* rows, float* part_o,
-                   float* part_ml, int stages, cudaStream_t stream, const int32_t* device_counts,
-                   int max_blocks) {
+Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items,
+                   const int32_t* pack_start, const int32_t* rows, float* part_o, float* part_ml,
+                   int stages, cudaStream_t stream, const void* counts, int blocks) {
   cascade_wide::Args a;
   a.q = p.q;
   a.query_start = p.query_start;
@@ -100,10 +99,8 @@ Status launch_wide(const PagedAttentionParams& p, const CascadeItem* items, int 
   a.block_shift = std::countr_zero(static_cast<unsigned>(p.block_size));  // a power of two
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.pack_start = pack_start;
-  a.num_wide = num_wide;
-  a.num_packs = num_packs;
-  a.counts = device_counts;
-  const int blocks = device_counts ? max_blocks : num_wide + a.num_packs;
+  // CascadeCounts starts with num_wide and num_packs (cascade_attention.cu checks the layout).
+  a.counts = static_cast<const int32_t*>(counts);
   if (blocks <= 0) return Status();
   cascade_wide::Maps maps;
   // An e4m3 cache's rows are 128 bytes: its maps see them as 64 16-bit pairs, so a box lands

@@ -34,15 +34,14 @@ struct Args {
   float* part_ml;  // [num_slots][num_heads][2]
   int num_heads, num_kv_heads, block_size, block_shift;
   float scale_log2;
-  // Blocks [0, num_packs) take pack b's items, items[pack_start[b], pack_start[b + 1])
-  // (cascade_packs.h: their query rows fit the block's 64); the next ones items[0, num_wide)
-  // alone. (Packs first: they are the longer blocks where several items go to one.)
-  const int32_t* pack_start;  // [num_packs + 1]
-  int num_wide, num_packs;
-  // The bounded form (a CUDA graph's: CascadeDevicePlan::device_counts): num_wide and num_packs
-  // read from counts[0..1] on the device, the grid as wide as the graph's bound; blocks past
-  // num_packs + num_wide have no work. Null: the fields above.
-  const int32_t* counts = nullptr;
+  // num_wide = counts[0] and num_packs = counts[1], read on the device (CascadeCounts: a CUDA
+  // graph replays the kernel with another step's counts). Blocks [0, num_packs) take pack b's
+  // items, items[pack_start[b], pack_start[b + 1]) (cascade_packs.h: their query rows fit the
+  // block's 64); the next ones items[0, num_wide) alone (packs first: they are the longer
+  // blocks where several items go to one); blocks past num_packs + num_wide (a grid as wide as a
+  // graph's bound) have no work.
+  const int32_t* pack_start;  // [num_packs + 1]; may be null when num_packs is 0
+  const int32_t* counts;
 };
 
 // Page boxes (block_size slots) and one-slot boxes of K and V (tensor_map.h).
@@ -52,7 +51,7 @@ struct Maps {
 
 // A block's work: `count` items from `first`, item j's query rows following item j - 1's (G per
 // item row: item row i, q head kvh G + m % G is query row m = (the item's first) + G i + m % G).
-// A wide item alone is the case count 1; a block past the step's work (the bounded form) count 0.
+// A wide item alone is the case count 1; a block past the step's work count 0.
 struct Work {
   const CascadeItem* first;
   int count;
@@ -60,11 +59,7 @@ struct Work {
 
 __device__ __forceinline__ Work block_work(const Args& a) {
   const int b = blockIdx.x;
-  int num_wide = a.num_wide, num_packs = a.num_packs;
-  if (a.counts) {
-    num_wide = a.counts[0];
-    num_packs = a.counts[1];
-  }
+  const int num_wide = a.counts[0], num_packs = a.counts[1];
   if (b >= num_packs + num_wide) return {a.items, 0};
   if (b >= num_packs) return {a.items + (b - num_packs), 1};
   const int i0 = a.pack_start[b];

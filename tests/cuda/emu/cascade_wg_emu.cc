@@ -12,9 +12,9 @@
 // only; groups of 2-8 rows give packs of items of several rows beside one-row ones) and with
 // every item alone in its block; each twice: TMA copies landing as late as the protocol allows
 // (lazy), then at issue (eager), under the happens-before race
-// check; the packed eager passes in the bounded form a CUDA graph replays (the counts read from
-// "device" memory, the host's poisoned, three idle blocks past the work). What it cannot check: PTX syntax, the memory model beyond that, timing. Built and run
-// by scripts/emu-cascade-wg.sh; exits non-zero on any miss.
+// check; the packed eager passes over a grid as a CUDA graph's bound leaves it (three idle
+// blocks past the work). What it cannot check: PTX syntax, the memory model beyond that, timing.
+// Built and run by scripts/emu-cascade-wg.sh; exits non-zero on any miss.
 // clang-format off
 #include "simt_emu.h"  // first: the kernel's headers use its shims
 #include "backend/cascade_packs.h"
@@ -151,20 +151,14 @@ double run(const Case& c, bool packed, bool bounded, int stages, std::mt19937& r
   po.max_items = c.pack;
   const std::vector<int32_t> packs = folio::pack_cascade_items(plan, plan.num_wide_items, po);
   a.pack_start = packs.data();
-  a.num_wide = plan.num_wide_items;
-  a.num_packs = static_cast<int>(packs.size()) - 1;
   int multi_row_packed = 0;  // packed items of several rows
   for (size_t i = plan.num_wide_items; i < plan.items.size(); ++i)
     multi_row_packed += plan.items[i].num_rows > 1;
-  int blocks = a.num_wide + a.num_packs;
-  // The bounded form (CUDA graphs: cascade_attention.h): the counts read on the device, three
-  // blocks more than the work; the host counts poisoned, so reading them would show.
-  const std::vector<int32_t> counts = {a.num_wide, a.num_packs};
-  if (bounded) {
-    a.counts = counts.data();
-    a.num_wide = a.num_packs = 1 << 20;
-    blocks += 3;
-  }
+  // The counts the kernel reads ("device" memory: CascadeCounts' first two), and a grid three
+  // blocks wider than the work where bounded, as a CUDA graph's bound leaves it.
+  const std::vector<int32_t> counts = {plan.num_wide_items, static_cast<int>(packs.size()) - 1};
+  a.counts = counts.data();
+  const int blocks = counts[0] + counts[1] + (bounded ? 3 : 0);
   Maps maps;
   // An e4m3 cache's maps see its rows as 64 16-bit pairs (cascade_attention_wg.cu's launch_wide).
   const void* kmap = c.fp8 ? static_cast<const void*>(k8.data()) : kc.data();
