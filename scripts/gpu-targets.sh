@@ -15,9 +15,11 @@
 #   here:   scripts/gpu-executor.sh stage
 #   device: run, carry ["build-cudaexec/carry"], command: scripts/gpu-targets.sh
 # On an H100 it takes about 6 minutes (B2_SWAP=1 adds B2 with swap preemption, ~2.5 more);
-# B2_PROMPTS=256 (one wave) shortens B2 for a smoke run; NO_ASYNC=1 runs B3, B1 and B2 with
+# B2_PROMPTS=256 (one wave) shortens B2 for a smoke run; SHARED=1 adds the shared-prefix load
+# with cascade attention on and off (~40 s); NO_ASYNC=1 runs B3, B1 and B2 with
 # --no-async-scheduling; B1_LOF=1 adds B1 at 256 sequences and 2048-token steps with --scheduling-policy lof.
-# $OUT gets kbench.log, b3.json, b1.json, b1_token.json, b2.json (b2_swap.json, b1_lof.json),
+# $OUT gets kbench.log, b3.json, b1.json, b1_token.json, b2.json (b2_swap.json, b1_lof.json,
+# shared_cascade1.json, shared_cascade0.json),
 # smi-b3/b1/b1_token/b2.csv (the clock and power beside each, summarised in a
 # "power" line) and targets.log (this output).
 set -uo pipefail
@@ -104,6 +106,19 @@ if [[ ${B2_SWAP:-0} == 1 ]]; then
   echo "== B2, swap preemption"
   b2 b2_swap --preemption-mode swap --swap-space 24 --schedule-conservativeness 0
   show "$out/b2_swap.json" output_tokens_per_second elapsed_seconds num_preemptions
+fi
+
+# SHARED=1: not an issue-7 target, a regression line for cascade attention (session 45 on): the
+# shared-system-prompt load shared_prefix_64x16 (SGLang's default: 64 groups of 16 requests,
+# each group's 2048-token prefix, 128 own tokens, 256 out) with cascade on (the default) and off.
+if [[ ${SHARED:-0} == 1 ]]; then
+  for arm in 1 0; do
+    echo "== shared_prefix_64x16, FOLIO_CASCADE_ATTENTION=$arm"
+    FOLIO_CASCADE_ATTENTION=$arm timeout 120 "$CARRY/folio" bench throughput "${m[@]}" \
+      --workload bench/workloads/shared_prefix_64x16.jsonl --output-json "$out/shared_cascade$arm.json" \
+      >/dev/null 2>&1
+    show "$out/shared_cascade$arm.json" requests_per_second output_tokens_per_second num_steps
+  done
 fi
 
 echo "targets (H100): K1 page 16 >= 90% of the queued copy at b >= 32, L >= 2048; token mode"
