@@ -36,6 +36,11 @@ struct CudaExecutorOptions {
   int block_size = 16;                  // KV block size (1: token mode)
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // kFp8E4m3: one byte per K/V element
   bool cuda_graphs = true;              // replay decode steps as CUDA graphs (--enforce-eager: off)
+  // Capture every batch-size bucket's decode graph when the executor is created (one GPU; as
+  // vLLM and SGLang do before serving), so that no step at a new batch size runs eagerly or pays
+  // its capture while requests wait. Off: each bucket is captured on its second step
+  // (FOLIO_GRAPH_WARMUP=0 sets this off, for A/B runs).
+  bool capture_graphs_at_startup = true;
   int num_blocks = 0;                   // explicit device KV blocks; 0: planned from memory
   double swap_space_gib = 0.0;          // pinned host swap pool
   int max_num_batched_tokens = 2048;    // the largest step (sizes the activations)
@@ -78,6 +83,10 @@ class CudaLlamaExecutor final : public Executor {
   const CudaMemoryReport& memory_report() const;
   // Decode steps replayed as CUDA graphs so far (0 with --enforce-eager).
   int graph_steps() const;
+  // Decode steps of a graph bucket that ran eagerly so far: a bucket's first step where its graph
+  // was not captured at startup (CudaExecutorOptions::capture_graphs_at_startup), and a bucket's
+  // first cascade step.
+  int eager_decode_steps() const;
   // Decode steps that ran cascade attention (rows sharing prefix blocks; cuda_llama_cascade.cc).
   int cascade_steps() const;
   // Of those, the steps that replayed a CUDA graph (cuda_llama_cascade.cc).

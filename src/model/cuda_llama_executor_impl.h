@@ -191,7 +191,8 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer mlp_sync;
 
   // CUDA graphs of decode steps (cuda_llama_graphs.cc), one per batch-size bucket: captured on
-  // the second step of a bucket (the first, eager, creates the GEMM plans), replayed after.
+  // the second step of a bucket (the first, eager, creates the GEMM plans), replayed after;
+  // warm_up_graphs runs those two steps for every bucket when the executor is created.
   // The step arrays of graph steps live in graph_in at offsets fixed per bucket, and attention
   // uses plans bounded by max_model_len with graph_workspace, so nothing a graph points to moves.
   bool graphs_enabled = false;
@@ -205,6 +206,9 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer graph_in, graph_workspace;
   cuda::PinnedHostBuffer graph_host[2];
   int graph_steps = 0, eager_decode_steps = 0;  // for the executor's summary
+  // Every bucket's decode graph (the plan without step_split) captured from dummy steps, where
+  // options.capture_graphs_at_startup and one GPU; the counters above start again at 0.
+  Status warm_up_graphs();
 
   // A step that is not all decodes, as groups of sequences (cuda_llama_step_attention.cc): runs
   // of decodes through the decode kernel, runs of prefill chunks through the prefill kernel,

@@ -8,8 +8,9 @@
 #include "backend/cuda/attention_params.h"
 #include "backend/cuda/copy_rate.h"
 #include "backend/cuda/decode_mlp.h"
-#include "backend/cuda/skinny_gemm.h"
 #include "backend/cuda/memory_info.h"
+#include "backend/cuda/skinny_gemm.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
 #include "model/rope.h"
@@ -285,6 +286,8 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   FOLIO_RETURN_IF_ERROR(m->configure_tp_overlap());
   m->full_config = m->config = config;
   m->options = options;
+  FOLIO_ASSIGN_OR_RETURN(const int warm_up, env_int("FOLIO_GRAPH_WARMUP", 1, 0, 1));
+  if (warm_up == 0) m->options.capture_graphs_at_startup = false;
   m->tp = options.tp;
   if (m->tp) {
     m->shard = m->tp->shard;
@@ -337,6 +340,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
              " tokens; swap " + std::to_string(m->kv.num_swap_blocks) + " blocks" +
              (m->shard.world > 1 ? "; per rank of tensor-parallel " + std::to_string(m->shard.world)
                                  : std::string()));
+  FOLIO_RETURN_IF_ERROR(m->warm_up_graphs());
   return std::unique_ptr<CudaLlamaExecutor>(new CudaLlamaExecutor(std::move(m)));
 }
 

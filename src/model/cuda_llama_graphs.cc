@@ -15,7 +15,9 @@
 // attention plan is bounded by max_model_len, so it does not depend on the step's lengths
 // (decode_attention.h), and the GEMM plans for m = B exist from the bucket's first, eager step.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
@@ -63,6 +65,9 @@ std::vector<int> buckets_up_to(int max_batch) {
 }  // namespace
 
 int CudaLlamaExecutor::graph_steps() const { return impl_->graph_steps; }
+int CudaLlamaExecutor::eager_decode_steps() const {
+  return impl_->eager_decode_steps;
+}
 
 Status CudaLlamaExecutor::Impl::init_graphs() {
   graphs_enabled = options.cuda_graphs;
@@ -85,6 +90,48 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
     workspace = std::max(workspace, plan.workspace_bytes);
   }
   return ensure_device(graph_workspace, workspace);
+}
+
+Status CudaLlamaExecutor::Impl::warm_up_graphs() {
+  // Under tensor parallelism every rank's steps are collective and driven together
+  // (cuda_tp_executor.cc), so its buckets are still captured on their second steps.
+  if (!graphs_enabled || !options.capture_graphs_at_startup || shard.world > 1) return Status();
+  const auto t0 = std::chrono::steady_clock::now();
+  // A step of B decode rows at position 0 that writes no KV (slot -1), row s reading slot 0 of
+  // its own block s (nothing is cached yet: whatever it holds, the outputs are discarded; no two
+  // rows share a block, so no step plans cascade attention) and asking for its logits (the
+  // lm_head's plan for m = B too). The first call runs eagerly (creating the GEMM plans), the
+  // second captures the graph and replays it, as a bucket's first two steps do.
+  const int64_t num_blocks = cache.num_slots / kv.block_size;
+  auto step = [num_blocks](int B) {
+    ForwardBatch b;
+    b.token_ids.assign(B, 0);
+    b.positions.assign(B, 0);
+    b.slot_mapping.assign(B, -1);
+    b.context_lens.assign(B, 1);
+    for (int s = 0; s < B; ++s) b.block_table.push_back(static_cast<int32_t>(s % num_blocks));
+    for (int s = 0; s <= B; ++s) {
+      b.query_start.push_back(s);
+      b.block_table_start.push_back(s);
+    }
+    for (int s = 0; s < B; ++s) b.logits_rows.push_back(s);
+    return b;
+  };
+  std::unique_ptr<cuda::StageTimer> stage_timer = std::move(timer);  // not a step of the run
+  Status st;
+  for (int B : graph_buckets)
+    for (int pass = 0; pass < 2 && st.ok(); ++pass) st = forward(step(B), cache, LogitsRequest{});
+  timer = std::move(stage_timer);
+  FOLIO_RETURN_IF_ERROR(st);
+  FOLIO_RETURN_IF_ERROR(cuda::synchronize());
+  graph_steps = eager_decode_steps = cascade_steps = cascade_graph_steps = 0;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  log_info("cuda: decode graphs captured for " + std::to_string(graph_buckets.size()) +
+           " batch sizes (1.." + std::to_string(graph_buckets.back()) + ") in " +
+           std::to_string(ms) + " ms");
+  return Status();
 }
 
 void CudaLlamaExecutor::Impl::drop_graphs() {

@@ -5,6 +5,7 @@
 // tokens must also stay those of the 16-bit cache wherever the top-2 gap exceeds fp8's noise.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "cuda_test_util.h"
@@ -35,7 +36,7 @@ std::vector<GenerateRequest> requests(int vocab) {
 
 struct EngineRun {
   testing::RunResult result;
-  int graph_steps = 0;
+  int graph_steps = 0, eager_decode_steps = 0;
   int64_t num_preemptions = 0;
 };
 
@@ -62,6 +63,7 @@ EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_bl
   EXPECT_EQ((*e)->kv().num_free_blocks(), (*e)->kv().num_total_blocks());
   const auto* ex = dynamic_cast<const CudaLlamaExecutor*>(&(*e)->executor());
   r.graph_steps = ex ? ex->graph_steps() : -1;
+  r.eager_decode_steps = ex ? ex->eager_decode_steps() : -1;
   r.num_preemptions = (*e)->scheduler().stats().num_preemptions;
   return r;
 }
@@ -95,6 +97,24 @@ TEST(CudaGraphs, DecodeGraphsGiveTheEagerTokens) {
     EXPECT_GT(graphs.graph_steps, 20) << "decode steps should replay graphs";
     expect_same_tokens(eager, graphs, 0.02);
   }
+}
+
+// Every bucket's graph is captured when the executor is created (the default): no decode step
+// runs eagerly, and the tokens are the eager run's. FOLIO_GRAPH_WARMUP=0 captures each bucket on
+// its second step instead: the first step of each bucket the batch passes through runs eagerly.
+TEST(CudaGraphs, StartupCaptureLeavesNoDecodeStepEager) {
+  FOLIO_REQUIRE_GPU();
+  const EngineRun eager = run("llama_hd128", true, KvCacheMode::kPaged, 512);
+  const EngineRun warm = run("llama_hd128", false, KvCacheMode::kPaged, 512);
+  setenv("FOLIO_GRAPH_WARMUP", "0", 1);
+  const EngineRun lazy = run("llama_hd128", false, KvCacheMode::kPaged, 512);
+  unsetenv("FOLIO_GRAPH_WARMUP");
+  EXPECT_EQ(warm.eager_decode_steps, 0);
+  EXPECT_GT(lazy.eager_decode_steps, 0);
+  EXPECT_EQ(warm.graph_steps, lazy.graph_steps + lazy.eager_decode_steps)
+      << "the same decode steps, every one replayed";
+  expect_same_tokens(eager, warm, 0.02);
+  expect_same_tokens(eager, lazy, 0.02);
 }
 
 TEST(CudaGraphs, GraphsSurvivePreemption) {
