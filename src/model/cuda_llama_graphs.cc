@@ -93,8 +93,9 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
 }
 
 Status CudaLlamaExecutor::Impl::warm_up_graphs() {
-  // Under tensor parallelism every rank's steps are collective and driven together
-  // (cuda_tp_executor.cc), so its buckets are still captured on their second steps.
+  // Under tensor parallelism the buckets are still captured on their second steps: the ranks
+  // are created on their own threads (cuda_tp_executor.cc), so the same dummy steps could run
+  // their collectives there, but that has not been run on several GPUs yet.
   if (!graphs_enabled || !options.capture_graphs_at_startup || shard.world > 1) return Status();
   const auto t0 = std::chrono::steady_clock::now();
   // A step of B decode rows at position 0 that writes no KV (slot -1), row s reading slot 0 of
@@ -103,6 +104,7 @@ Status CudaLlamaExecutor::Impl::warm_up_graphs() {
   // lm_head's plan for m = B too). The first call runs eagerly (creating the GEMM plans), the
   // second captures the graph and replays it, as a bucket's first two steps do.
   const int64_t num_blocks = cache.num_slots / kv.block_size;
+  if (num_blocks < 1) return Status();  // no cache to point the rows at: captured lazily
   auto step = [num_blocks](int B) {
     ForwardBatch b;
     b.token_ids.assign(B, 0);
