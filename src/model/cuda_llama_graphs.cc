@@ -111,18 +111,23 @@ Status CudaLlamaExecutor::Impl::warm_up_graphs() {
     b.positions.assign(B, 0);
     b.slot_mapping.assign(B, -1);
     b.context_lens.assign(B, 1);
-    for (int s = 0; s < B; ++s) b.block_table.push_back(static_cast<int32_t>(s % num_blocks));
-    for (int s = 0; s <= B; ++s) {
-      b.query_start.push_back(s);
-      b.block_table_start.push_back(s);
+    b.query_start.push_back(0);
+    b.block_table_start.push_back(0);
+    for (int s = 0; s < B; ++s) {
+      b.block_table.push_back(static_cast<int32_t>(s % num_blocks));
+      b.query_start.push_back(s + 1);
+      b.block_table_start.push_back(s + 1);
+      b.logits_rows.push_back(s);
     }
-    for (int s = 0; s < B; ++s) b.logits_rows.push_back(s);
     return b;
   };
   std::unique_ptr<cuda::StageTimer> stage_timer = std::move(timer);  // not a step of the run
   Status st;
-  for (int B : graph_buckets)
-    for (int pass = 0; pass < 2 && st.ok(); ++pass) st = forward(step(B), cache, LogitsRequest{});
+  for (int B : graph_buckets) {
+    const ForwardBatch b = step(B);
+    for (int pass = 0; pass < 2 && st.ok(); ++pass) st = forward(b, cache, LogitsRequest{});
+    if (!st.ok()) break;
+  }
   timer = std::move(stage_timer);
   FOLIO_RETURN_IF_ERROR(st);
   FOLIO_RETURN_IF_ERROR(cuda::synchronize());
