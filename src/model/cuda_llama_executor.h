@@ -87,6 +87,10 @@ class CudaLlamaExecutor final : public Executor {
   // was not captured at startup (CudaExecutorOptions::capture_graphs_at_startup), and a bucket's
   // first cascade step.
   int eager_decode_steps() const;
+  // Decode CUDA graphs captured so far after the executor's creation (those captured at startup
+  // are not counted): with startup capture, only a bucket's cascade graph (its bounds come from
+  // its first cascade step) and, without it, every bucket's graphs on first use.
+  int graph_captures() const;
   // Decode steps that ran cascade attention (rows sharing prefix blocks; cuda_llama_cascade.cc).
   int cascade_steps() const;
   // Of those, the steps that replayed a CUDA graph (cuda_llama_cascade.cc).

@@ -206,9 +206,15 @@ struct CudaLlamaExecutor::Impl {
   cuda::DeviceBuffer graph_in, graph_workspace;
   cuda::PinnedHostBuffer graph_host[2];
   int graph_steps = 0, eager_decode_steps = 0;  // for the executor's summary
-  // Every bucket's decode graph (the plan without step_split) captured from dummy steps, where
-  // options.capture_graphs_at_startup and one GPU; the counters above start again at 0.
+  int graph_captures = 0;                       // CudaLlamaExecutor::graph_captures
+  // Every bucket's decode graphs (the plan without step_split, and with it where the bucket's
+  // plan has it) captured from dummy steps, where options.capture_graphs_at_startup and one GPU;
+  // the counters above start again at 0.
   Status warm_up_graphs();
+  // Captures graphs[g_index]: the layers of a step of B rows reading `d` (in graph_in) under
+  // `plan` (the bucket's bounded plan, or it without step_split).
+  Status capture_decode_graph(size_t g_index, int B, const StepArrays& d,
+                              const cuda::DecodePlan& plan);
 
   // A step that is not all decodes, as groups of sequences (cuda_llama_step_attention.cc): runs
   // of decodes through the decode kernel, runs of prefill chunks through the prefill kernel,

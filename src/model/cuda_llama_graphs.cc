@@ -14,6 +14,8 @@
 // and graph_workspace (sized for the bounded attention plan of every bucket). The
 // attention plan is bounded by max_model_len, so it does not depend on the step's lengths
 // (decode_attention.h), and the GEMM plans for m = B exist from the bucket's first, eager step.
+// By default every bucket's graphs but the cascade one are captured when the executor is created
+// (warm_up_graphs), so no step of a run pays a capture or runs eagerly for want of one.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -49,6 +51,22 @@ struct GraphLayout {
     block_table = take(4 * table_capacity);
     total = o;
   }
+  // The arrays as kernels read them, in graph_in (`base`).
+  StepArrays arrays(const void* base) const {
+    const auto* b = static_cast<const std::byte*>(base);
+    auto i32 = [&](size_t off) { return reinterpret_cast<const int32_t*>(b + off); };
+    StepArrays d;
+    d.token_ids = i32(token_ids);
+    d.positions = i32(positions);
+    d.slot_mapping = reinterpret_cast<const int64_t*>(b + slot_mapping);
+    d.query_start = i32(query_start);
+    d.context_lens = i32(context_lens);
+    d.block_table_start = i32(block_table_start);
+    d.block_table = i32(block_table);
+    d.logits_rows = i32(logits_rows);
+    d.step_partition = i32(step_partition);
+    return d;
+  }
 };
 
 // 1, 2, 4, 8, then every 8 to 64, every 16 to 256, every 32 to 512, every 64 beyond.
@@ -67,6 +85,9 @@ std::vector<int> buckets_up_to(int max_batch) {
 int CudaLlamaExecutor::graph_steps() const { return impl_->graph_steps; }
 int CudaLlamaExecutor::eager_decode_steps() const {
   return impl_->eager_decode_steps;
+}
+int CudaLlamaExecutor::graph_captures() const {
+  return impl_->graph_captures;
 }
 
 Status CudaLlamaExecutor::Impl::init_graphs() {
@@ -123,21 +144,31 @@ Status CudaLlamaExecutor::Impl::warm_up_graphs() {
   };
   std::unique_ptr<cuda::StageTimer> stage_timer = std::move(timer);  // not a step of the run
   Status st;
-  for (int B : graph_buckets) {
+  const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
+  for (size_t k = 0; k < graph_buckets.size() && st.ok(); ++k) {
+    const int B = graph_buckets[k];
     const ForwardBatch b = step(B);
     for (int pass = 0; pass < 2 && st.ok(); ++pass) st = forward(b, cache, LogitsRequest{});
-    if (!st.ok()) break;
+    // A bucket whose plan splits by the step's lengths (DecodePlan::step_split) has a second graph
+    // for the steps that split; the dummy rows do not, so it is captured here directly (nothing
+    // runs during a capture: graph_in's contents do not matter).
+    auto plan = plan_decode_bounded(B);
+    if (!plan.ok()) st = plan.status();
+    if (st.ok() && plan->step_split && !graphs[kGraphsPerBucket * k + 1].valid())
+      st = capture_decode_graph(kGraphsPerBucket * k + 1, B,
+                                GraphLayout(B, blocks_per_seq * B).arrays(graph_in.data()), *plan);
   }
   timer = std::move(stage_timer);
   FOLIO_RETURN_IF_ERROR(st);
   FOLIO_RETURN_IF_ERROR(cuda::synchronize());
-  graph_steps = eager_decode_steps = cascade_steps = cascade_graph_steps = 0;
+  const int captured = graph_captures;
+  graph_steps = eager_decode_steps = cascade_steps = cascade_graph_steps = graph_captures = 0;
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count();
-  log_info("cuda: decode graphs captured for " + std::to_string(graph_buckets.size()) +
-           " batch sizes (1.." + std::to_string(graph_buckets.back()) + ") in " +
-           std::to_string(ms) + " ms");
+  log_info("cuda: " + std::to_string(captured) + " decode graphs captured for " +
+           std::to_string(graph_buckets.size()) + " batch sizes (1.." +
+           std::to_string(graph_buckets.back()) + ") in " + std::to_string(ms) + " ms");
   return Status();
 }
 
@@ -149,6 +180,23 @@ void CudaLlamaExecutor::Impl::drop_graphs() {
 int CudaLlamaExecutor::Impl::graph_bucket(int num_seqs) const {
   if (!graphs_enabled || graph_buckets.empty() || num_seqs > graph_buckets.back()) return 0;
   return *std::lower_bound(graph_buckets.begin(), graph_buckets.end(), num_seqs);
+}
+
+Status CudaLlamaExecutor::Impl::capture_decode_graph(size_t g_index, int B, const StepArrays& d,
+                                                     const cuda::DecodePlan& plan) {
+  const StepShape shape{B, B};
+  auto g = cuda::CudaGraph::capture([&](void* s) {
+    stream = s;
+    Status st = run_layers(shape, d, cache, &plan, nullptr, graph_workspace.data());
+    stream = nullptr;
+    return st;
+  });
+  if (!g.ok())
+    return Status(g.status().code(), "capturing the decode graph of batch " + std::to_string(B) +
+                                         ": " + g.status().message());
+  graphs[g_index] = std::move(*g);
+  ++graph_captures;
+  return Status();
 }
 
 Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const LogitsRequest& req,
@@ -192,18 +240,7 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
       cuda::copy_async(graph_in.data(), graph_host[staging].data(), bytes, nullptr));
   FOLIO_RETURN_IF_ERROR(resolve_placeholders(
       b, reinterpret_cast<int32_t*>(static_cast<std::byte*>(graph_in.data()) + L.token_ids)));
-  const auto* base = static_cast<const std::byte*>(graph_in.data());
-  auto i32 = [&](size_t off) { return reinterpret_cast<const int32_t*>(base + off); };
-  StepArrays d;
-  d.token_ids = i32(L.token_ids);
-  d.positions = i32(L.positions);
-  d.slot_mapping = reinterpret_cast<const int64_t*>(base + L.slot_mapping);
-  d.query_start = i32(L.query_start);
-  d.context_lens = i32(L.context_lens);
-  d.block_table_start = i32(L.block_table_start);
-  d.block_table = i32(L.block_table);
-  d.logits_rows = i32(L.logits_rows);
-  d.step_partition = i32(L.step_partition);
+  const StepArrays d = L.arrays(graph_in.data());
   const size_t k = static_cast<size_t>(
       std::lower_bound(graph_buckets.begin(), graph_buckets.end(), B) - graph_buckets.begin());
   const size_t g_index = kGraphsPerBucket * k + (cascade_on ? 2 : plan.step_split ? 1 : 0);
@@ -218,18 +255,7 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
     graph_warm[k] = 1;
     ++eager_decode_steps;
   } else {
-    if (!graphs[g_index].valid()) {
-      auto g = cuda::CudaGraph::capture([&](void* s) {
-        stream = s;
-        Status st = run_layers(shape, d, cache, &plan, nullptr, graph_workspace.data());
-        stream = nullptr;
-        return st;
-      });
-      if (!g.ok())
-        return Status(g.status().code(), "capturing the decode graph of batch " +
-                                             std::to_string(B) + ": " + g.status().message());
-      graphs[g_index] = std::move(*g);
-    }
+    if (!graphs[g_index].valid()) FOLIO_RETURN_IF_ERROR(capture_decode_graph(g_index, B, d, plan));
     FOLIO_RETURN_IF_ERROR(graphs[g_index].launch(nullptr));
     mark(cascade_on ? "cascade_graph" : "decode_graph");
     ++graph_steps;

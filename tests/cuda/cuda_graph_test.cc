@@ -36,7 +36,7 @@ std::vector<GenerateRequest> requests(int vocab) {
 
 struct EngineRun {
   testing::RunResult result;
-  int graph_steps = 0, eager_decode_steps = 0;
+  int graph_steps = 0, eager_decode_steps = 0, graph_captures = 0;
   int64_t num_preemptions = 0;
 };
 
@@ -64,6 +64,7 @@ EngineRun run(const std::string& model, bool eager, KvCacheMode mode, int num_bl
   const auto* ex = dynamic_cast<const CudaLlamaExecutor*>(&(*e)->executor());
   r.graph_steps = ex ? ex->graph_steps() : -1;
   r.eager_decode_steps = ex ? ex->eager_decode_steps() : -1;
+  r.graph_captures = ex ? ex->graph_captures() : -1;
   r.num_preemptions = (*e)->scheduler().stats().num_preemptions;
   return r;
 }
@@ -110,7 +111,9 @@ TEST(CudaGraphs, StartupCaptureLeavesNoDecodeStepEager) {
   const EngineRun lazy = run("llama_hd128", false, KvCacheMode::kPaged, 512);
   unsetenv("FOLIO_GRAPH_WARMUP");
   EXPECT_EQ(warm.eager_decode_steps, 0);
+  EXPECT_EQ(warm.graph_captures, 0);
   EXPECT_GT(lazy.eager_decode_steps, 0);
+  EXPECT_GT(lazy.graph_captures, 0) << "buckets captured on their second steps";
   EXPECT_EQ(warm.graph_steps, lazy.graph_steps + lazy.eager_decode_steps)
       << "the same decode steps, every one replayed";
   expect_same_tokens(eager, warm, 0.02);
