@@ -21,6 +21,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/cuda/memory_info.h"
 #include "base/log.h"
 #include "model/cuda_llama_executor_impl.h"
 
@@ -119,6 +120,7 @@ Status CudaLlamaExecutor::Impl::warm_up_graphs() {
   // their collectives there, but that has not been run on several GPUs yet.
   if (!graphs_enabled || !options.capture_graphs_at_startup || shard.world > 1) return Status();
   const auto t0 = std::chrono::steady_clock::now();
+  FOLIO_ASSIGN_OR_RETURN(const cuda::MemoryInfo mem0, cuda::memory_info());
   // A step of B decode rows at position 0 that writes no KV (slot -1), row s reading slot 0 of
   // its own block s (nothing is cached yet: whatever it holds, the outputs are discarded; no two
   // rows share a block, so no step plans cascade attention) and asking for its logits (the
@@ -166,9 +168,15 @@ Status CudaLlamaExecutor::Impl::warm_up_graphs() {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count();
+  // What the graphs (and the GEMM plans the dummy steps created) took from the device, as vLLM
+  // reports its capture's: it comes out of --gpu-memory-utilization's headroom.
+  FOLIO_ASSIGN_OR_RETURN(const cuda::MemoryInfo mem1, cuda::memory_info());
+  const double mib =
+      (static_cast<double>(mem0.free_bytes) - static_cast<double>(mem1.free_bytes)) / (1 << 20);
   log_info("cuda: " + std::to_string(captured) + " decode graphs captured for " +
            std::to_string(graph_buckets.size()) + " batch sizes (1.." +
-           std::to_string(graph_buckets.back()) + ") in " + std::to_string(ms) + " ms");
+           std::to_string(graph_buckets.back()) + ") in " + std::to_string(ms) + " ms, " +
+           std::to_string(static_cast<int64_t>(mib)) + " MiB");
   return Status();
 }
 
