@@ -30,11 +30,14 @@ namespace {
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
-// Offsets of the step arrays of a graph step of B sequences in graph_in (and graph_host).
+// Offsets of the step arrays of a graph step of B sequences in graph_in (and graph_host), whose
+// block tables hold up to max_model_len tokens per sequence (table_capacity entries in all).
 struct GraphLayout {
   size_t token_ids, positions, slot_mapping, query_start, context_lens, block_table_start,
       logits_rows, step_partition, block_table, total;
-  GraphLayout(int B, int64_t table_capacity) {
+  int64_t table_capacity;
+  GraphLayout(int B, int max_model_len, int block_size)
+      : table_capacity((max_model_len + block_size - 1) / block_size * int64_t{B}) {
     size_t o = 0;
     auto take = [&](size_t bytes) {
       const size_t at = o;
@@ -100,8 +103,7 @@ Status CudaLlamaExecutor::Impl::init_graphs() {
   graphs.resize(kGraphsPerBucket * graph_buckets.size());
   graph_warm.assign(graph_buckets.size(), 0);
   cascade_graph_bounds.assign(graph_buckets.size(), {});
-  const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
-  const GraphLayout largest(graph_buckets.back(), blocks_per_seq * graph_buckets.back());
+  const GraphLayout largest(graph_buckets.back(), max_model_len, options.block_size);
   FOLIO_RETURN_IF_ERROR(ensure_device(graph_in, largest.total));
   for (auto& staged : graph_host) {
     FOLIO_ASSIGN_OR_RETURN(staged, cuda::PinnedHostBuffer::allocate(largest.total));
@@ -146,7 +148,6 @@ Status CudaLlamaExecutor::Impl::warm_up_graphs() {
   };
   std::unique_ptr<cuda::StageTimer> stage_timer = std::move(timer);  // not a step of the run
   Status st;
-  const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
   for (size_t k = 0; k < graph_buckets.size() && st.ok(); ++k) {
     const int B = graph_buckets[k];
     const ForwardBatch b = step(B);
@@ -157,8 +158,9 @@ Status CudaLlamaExecutor::Impl::warm_up_graphs() {
     auto plan = plan_decode_bounded(B);
     if (!plan.ok()) st = plan.status();
     if (st.ok() && plan->step_split && !graphs[kGraphsPerBucket * k + 1].valid())
-      st = capture_decode_graph(kGraphsPerBucket * k + 1, B,
-                                GraphLayout(B, blocks_per_seq * B).arrays(graph_in.data()), *plan);
+      st = capture_decode_graph(
+          kGraphsPerBucket * k + 1, B,
+          GraphLayout(B, max_model_len, options.block_size).arrays(graph_in.data()), *plan);
   }
   timer = std::move(stage_timer);
   FOLIO_RETURN_IF_ERROR(st);
@@ -210,9 +212,8 @@ Status CudaLlamaExecutor::Impl::capture_decode_graph(size_t g_index, int B, cons
 Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const LogitsRequest& req,
                                               int B) {
   const int S = b.num_seqs();
-  const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
-  const GraphLayout L(B, blocks_per_seq * B);
-  if (static_cast<int64_t>(b.block_table.size()) > blocks_per_seq * B)
+  const GraphLayout L(B, max_model_len, options.block_size);
+  if (static_cast<int64_t>(b.block_table.size()) > L.table_capacity)
     return internal_error("decode step: block tables longer than max_model_len allows");
   // Pad to B sequences of one token: token 0, position 0, no KV write, context 0, no blocks.
   auto* h = static_cast<std::byte*>(graph_host[staging].data());
