@@ -117,6 +117,34 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const
 }
 #endif
 
+// --max-model-len: unset, the longest the model runs at as its reference does (ModelConfig::
+// max_context_len); set, at most that. A sliding-window model is capped at its window, since
+// folio's attention does not slide (vLLM's --disable-sliding-window does the same).
+Status resolve_max_model_len(const ModelConfig& model, int& max_len) {
+  const int limit = model.max_context_len();
+  const bool capped = limit < model.max_position_embeddings;
+  if (max_len <= 0) {
+    max_len = limit;
+    if (capped)
+      log_info("max_model_len " + std::to_string(limit) + ": the model's sliding_window (its " +
+               "max_position_embeddings is " + std::to_string(model.max_position_embeddings) +
+               "); folio's attention does not slide, and up to the window it is the model's");
+    return Status();
+  }
+  if (max_len > model.max_position_embeddings)
+    return invalid_argument("--max-model-len " + std::to_string(max_len) +
+                            " exceeds the model's max_position_embeddings " +
+                            std::to_string(model.max_position_embeddings));
+  if (max_len > limit)
+    return invalid_argument(
+        "--max-model-len " + std::to_string(max_len) + " exceeds the model's sliding_window " +
+        std::to_string(limit) +
+        ": folio does not implement sliding-window attention, so longer sequences would not be "
+        "the model's (use at most " +
+        std::to_string(limit) + ")");
+  return Status();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConfig config) {
@@ -134,11 +162,7 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
   if (!cfg.ok()) return cfg.status();
   ModelConfig model = *cfg;
   int& max_len = config.sched.max_model_len;
-  if (max_len <= 0) max_len = model.max_position_embeddings;
-  if (max_len > model.max_position_embeddings)
-    return invalid_argument("--max-model-len " + std::to_string(max_len) +
-                            " exceeds the model's max_position_embeddings " +
-                            std::to_string(model.max_position_embeddings));
+  FOLIO_RETURN_IF_ERROR(resolve_max_model_len(model, max_len));
   std::shared_ptr<const Tokenizer> tokenizer;
   if (!o.model_dir.empty() && file_exists(join_path(o.model_dir, "tokenizer.json"))) {
     FOLIO_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load(o.model_dir));

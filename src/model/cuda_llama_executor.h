@@ -45,7 +45,7 @@ struct CudaExecutorOptions {
   double swap_space_gib = 0.0;          // pinned host swap pool
   int max_num_batched_tokens = 2048;    // the largest step (sizes the activations)
   int max_num_seqs = 256;
-  int max_model_len = 0;                // 0: the model's max_position_embeddings
+  int max_model_len = 0;                // 0: the model's max_context_len()
   uint64_t seed = 0;                    // dummy weights
   int device = 0;                       // the CUDA device (made current by create())
   // Tensor parallelism: this executor is one rank of a group (CudaTpExecutor owns them); it

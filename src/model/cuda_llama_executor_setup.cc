@@ -312,8 +312,7 @@ Result<std::unique_ptr<CudaLlamaExecutor>> CudaLlamaExecutor::create(
   if (m->kv_fp8() && m->layer_block_bytes() % 16 != 0)
     return unimplemented("--kv-cache-dtype fp8 needs block_size x kv_heads x head_dim (" +
                          std::to_string(m->layer_block_bytes()) + ") to be a multiple of 16");
-  const int max_len = options.max_model_len > 0 ? options.max_model_len
-                                                : config.max_position_embeddings;
+  const int max_len = options.max_model_len > 0 ? options.max_model_len : config.max_context_len();
   FOLIO_ASSIGN_OR_RETURN(cuda::MemoryInfo mem, cuda::memory_info());
   CudaMemoryReport& r = m->report;
   r.device = m->info.name;

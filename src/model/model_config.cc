@@ -93,6 +93,43 @@ Status parse_rope(const json& j, const std::string& src, RopeConfig& rope) {
   return Status();
 }
 
+// ModelConfig::sliding_window, as transformers' configs derive it (MistralConfig, Qwen2Config,
+// Qwen3Config): the window is set only where some layer's attention slides.
+Status parse_sliding_window(const json& j, const std::string& src, ModelConfig& c) {
+  if (c.architecture == Architecture::kLlama) return Status();
+  auto it = j.find("sliding_window");
+  const bool absent = it == j.end();
+  if (!absent && !it->is_null() && !it->is_number_integer())
+    return invalid_argument(src + ": field \"sliding_window\" must be an integer or null");
+  int window = 4096;  // the configs' default when the key is absent
+  if (!absent && it->is_null()) return Status();
+  FOLIO_RETURN_IF_ERROR(read_int(j, "sliding_window", window, src, false));
+  if (c.architecture == Architecture::kMistral) {
+    c.sliding_window = window;
+    return Status();
+  }
+  // Qwen2 / Qwen3: the window only with use_sliding_window, on the layers layer_types names
+  // "sliding_attention" or, without that list, the layers from max_window_layers (default 28) on.
+  auto use = j.find("use_sliding_window");
+  if (use == j.end() || !use->is_boolean() || !use->get<bool>()) return Status();
+  bool slides = false;
+  if (auto types = j.find("layer_types"); types != j.end() && types->is_array()) {
+    for (const json& t : *types)
+      slides |= t.is_string() && t.get<std::string>() == "sliding_attention";
+  } else {
+    int64_t max_window_layers = 28;
+    if (auto m = j.find("max_window_layers"); m != j.end() && !m->is_null()) {
+      if (!m->is_number_integer() || m->get<int64_t>() < 0)
+        return invalid_argument(src +
+                                ": field \"max_window_layers\" must be a non-negative integer");
+      max_window_layers = m->get<int64_t>();
+    }
+    slides = max_window_layers < c.num_layers;
+  }
+  if (slides) c.sliding_window = window;
+  return Status();
+}
+
 }  // namespace
 
 Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src) {
@@ -137,6 +174,7 @@ Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src
   if (auto it = j.find("eos_token_id"); it != j.end())
     c.generation.eos_token_ids = read_id_list(*it);
   FOLIO_RETURN_IF_ERROR(parse_rope(j, src, c.rope));
+  FOLIO_RETURN_IF_ERROR(parse_sliding_window(j, src, c));
   c.rope.inv_freq_precision = c.dtype == "bfloat16" ? "bfloat16" : "float32";
   return c;
 }

@@ -55,11 +55,24 @@ struct ModelConfig {
   bool qk_norm = false;   // Qwen3: RMSNorm over head_dim on q and k before rope
   std::string dtype = "bfloat16";
   std::optional<int32_t> bos_token_id;
+  // The attention window of a model whose layers (some or all) slide it: such a layer lets
+  // position i attend to positions (i - N, i] only. Read as transformers reads it: Mistral's
+  // `sliding_window` (4096 when the key is absent, none when null); Qwen2/3's only with
+  // `use_sliding_window` and a layer past `max_window_layers` (or a "sliding_attention" entry of
+  // `layer_types`); never Llama's. folio attends over the whole context, which is the same
+  // computation up to N tokens, so max_context_len() stops there (vLLM's --disable-sliding-window).
+  std::optional<int> sliding_window;
   RopeConfig rope;
   GenerationDefaults generation;
 
   int q_size() const { return num_heads * head_dim; }
   int kv_size() const { return num_kv_heads * head_dim; }
+  // The longest sequence (prompt + output) this model runs at as its reference does:
+  // max_position_embeddings, capped at sliding_window.
+  int max_context_len() const {
+    return sliding_window && *sliding_window < max_position_embeddings ? *sliding_window
+                                                                       : max_position_embeddings;
+  }
 
   // Parses and validates a config.json object; `source` names the file in error messages.
   static Result<ModelConfig> from_json(const nlohmann::json& j, const std::string& source);

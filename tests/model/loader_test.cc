@@ -90,6 +90,56 @@ TEST(ModelConfig, QwenFlags) {
   EXPECT_EQ(q3->head_dim, 64);
 }
 
+// ModelConfig::sliding_window as transformers derives it, and max_context_len() capped by it.
+TEST(ModelConfig, SlidingWindowAsTransformersReadsIt) {
+  json base = *read_json_file(kFixture + "/config.json");  // a Llama: never slides
+  base["max_position_embeddings"] = 32768;
+  base["sliding_window"] = 4096;
+  auto window = [&](const json& c) {
+    auto r = ModelConfig::from_json(c, "x");
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? r->sliding_window : std::optional<int>(-1);
+  };
+  EXPECT_EQ(window(base), std::nullopt);
+
+  json mistral = base;
+  mistral["architectures"] = {"MistralForCausalLM"};
+  EXPECT_EQ(window(mistral), 4096);
+  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->max_context_len(), 4096);
+  mistral["sliding_window"] = nullptr;  // Mistral-7B-v0.2 and later
+  EXPECT_EQ(window(mistral), std::nullopt);
+  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->max_context_len(), 32768);
+  mistral.erase("sliding_window");  // MistralConfig's default
+  EXPECT_EQ(window(mistral), 4096);
+  mistral["sliding_window"] = 65536;  // wider than the positions: no cap
+  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->max_context_len(), 32768);
+
+  json qwen = base;  // 2 layers
+  qwen["architectures"] = {"Qwen2ForCausalLM"};
+  EXPECT_EQ(window(qwen), std::nullopt);  // use_sliding_window absent: false
+  qwen["use_sliding_window"] = true;
+  EXPECT_EQ(window(qwen), std::nullopt);  // max_window_layers 28 (default) >= 2 layers
+  qwen["max_window_layers"] = 1;
+  EXPECT_EQ(window(qwen), 4096);
+  qwen["layer_types"] = {"full_attention", "full_attention"};  // the list decides
+  EXPECT_EQ(window(qwen), std::nullopt);
+  qwen["layer_types"] = {"full_attention", "sliding_attention"};
+  EXPECT_EQ(window(qwen), 4096);
+  qwen["use_sliding_window"] = false;
+  EXPECT_EQ(window(qwen), std::nullopt);
+  qwen["architectures"] = {"Qwen3ForCausalLM"};
+  qwen["use_sliding_window"] = true;
+  EXPECT_EQ(window(qwen), 4096);
+
+  mistral["sliding_window"] = "4096";
+  EXPECT_FALSE(ModelConfig::from_json(mistral, "x").ok());
+  mistral["sliding_window"] = 0;
+  EXPECT_FALSE(ModelConfig::from_json(mistral, "x").ok());
+  qwen.erase("layer_types");
+  qwen["max_window_layers"] = -1;
+  EXPECT_FALSE(ModelConfig::from_json(qwen, "x").ok());
+}
+
 TEST(ModelConfig, Errors) {
   json c = *read_json_file(kFixture + "/config.json");
   c["architectures"] = {"GPT2LMHeadModel"};
