@@ -6,6 +6,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "engine/batch_defaults.h"
+#include "model/checkpoint_coverage.h"
 #include "model/cpu_llama_executor.h"
 #include "model/llama_weights.h"
 #include "model/safetensors.h"
@@ -76,6 +77,7 @@ Result<std::unique_ptr<Executor>> make_cpu_executor(const LoadOptions& o, const 
     weights = LlamaWeights::dummy(model, c.seed);
   } else {
     FOLIO_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(o.model_dir));
+    FOLIO_RETURN_IF_ERROR(check_every_tensor_is_read(model, ck));
     FOLIO_ASSIGN_OR_RETURN(weights, LlamaWeights::load(model, ck));
   }
   KvCacheShape kv = plan_kv_cache(c, model);
@@ -105,6 +107,7 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const
   std::unique_ptr<Checkpoint> ck;
   if (!dummy) {
     FOLIO_ASSIGN_OR_RETURN(Checkpoint opened, Checkpoint::open(o.model_dir));
+    FOLIO_RETURN_IF_ERROR(check_every_tensor_is_read(model, opened));
     ck = std::make_unique<Checkpoint>(std::move(opened));
   }
   if (c.tensor_parallel_size > 1) {

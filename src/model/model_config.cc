@@ -160,9 +160,22 @@ Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src
     c.tie_word_embeddings = it->get<bool>();
   if (auto it = j.find("hidden_act"); it != j.end() && it->is_string() && *it != "silu")
     return unimplemented(src + ": unsupported hidden_act \"" + it->get<std::string>() + "\"");
+  // Qwen2 always has q/k/v biases. Llama's and Qwen3's attention_bias puts biases on q, k, v
+  // and o_proj, and Llama's mlp_bias on the MLP's three products: folio has no place for those
+  // (Mistral's modelling code reads neither key).
   c.qkv_bias = c.architecture == Architecture::kQwen2;
-  if (auto it = j.find("attention_bias"); it != j.end() && it->is_boolean() && it->get<bool>())
-    c.qkv_bias = true;
+  const bool llama = c.architecture == Architecture::kLlama;
+  const struct {
+    const char* key;
+    bool read;  // by this architecture's modelling code
+    const char* biases;
+  } bias_keys[] = {
+      {"attention_bias", llama || c.architecture == Architecture::kQwen3, "q/k/v and o_proj"},
+      {"mlp_bias", llama, "gate/up/down"}};
+  for (const auto& b : bias_keys)
+    if (auto it = j.find(b.key); b.read && it != j.end() && it->is_boolean() && it->get<bool>())
+      return unimplemented(src + ": " + b.key + ": true (biases on " + b.biases +
+                           ") is not supported");
   c.qk_norm = c.architecture == Architecture::kQwen3;
   for (const char* key : {"dtype", "torch_dtype"})
     if (auto it = j.find(key); it != j.end() && it->is_string()) {

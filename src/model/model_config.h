@@ -51,7 +51,7 @@ struct ModelConfig {
   int max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;  // Qwen2 (and attention_bias: true)
+  bool qkv_bias = false;  // Qwen2
   bool qk_norm = false;   // Qwen3: RMSNorm over head_dim on q and k before rope
   std::string dtype = "bfloat16";
   std::optional<int32_t> bos_token_id;

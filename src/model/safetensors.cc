@@ -180,6 +180,13 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   return ck;
 }
 
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> names;
+  names.reserve(index_.size());
+  for (const auto& [name, view] : index_) names.push_back(name);
+  return names;
+}
+
 Result<const TensorView*> Checkpoint::get(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end()) return not_found(dir_ + ": checkpoint has no tensor \"" + name + "\"");

@@ -59,6 +59,8 @@ class Checkpoint {
   Result<const TensorView*> get(const std::string& name) const;
   bool contains(const std::string& name) const { return index_.count(name) > 0; }
   size_t num_tensors() const { return index_.size(); }
+  std::vector<std::string> tensor_names() const;  // sorted
+  const std::string& dir() const { return dir_; }
 
  private:
   std::vector<std::shared_ptr<SafetensorsFile>> files_;

@@ -140,6 +140,36 @@ TEST(ModelConfig, SlidingWindowAsTransformersReadsIt) {
   EXPECT_FALSE(ModelConfig::from_json(qwen, "x").ok());
 }
 
+// attention_bias / mlp_bias as each architecture's modelling code reads them: biases folio has
+// no place for are refused rather than dropped.
+TEST(ModelConfig, BiasKeysByArchitecture) {
+  json c = *read_json_file(kFixture + "/config.json");
+  c["attention_bias"] = true;
+  auto r = ModelConfig::from_json(c, "x");  // Llama: q/k/v and o_proj biases
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("x: attention_bias: true (biases on q/k/v and o_proj)"),
+            std::string::npos)
+      << r.status().message();
+  c["architectures"] = {"Qwen3ForCausalLM"};
+  EXPECT_FALSE(ModelConfig::from_json(c, "x").ok());
+  c["architectures"] = {"MistralForCausalLM"};  // Mistral's code reads neither key
+  c["mlp_bias"] = true;
+  r = ModelConfig::from_json(c, "x");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->qkv_bias);
+  c["architectures"] = {"Qwen2ForCausalLM"};  // q/k/v biases always, no o_proj bias
+  c.erase("mlp_bias");
+  c["attention_bias"] = false;
+  r = ModelConfig::from_json(c, "x");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->qkv_bias);
+  c["architectures"] = {"LlamaForCausalLM"};
+  c["mlp_bias"] = true;
+  r = ModelConfig::from_json(c, "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("mlp_bias"), std::string::npos);
+}
+
 TEST(ModelConfig, Errors) {
   json c = *read_json_file(kFixture + "/config.json");
   c["architectures"] = {"GPT2LMHeadModel"};
