@@ -136,6 +136,19 @@ Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src
   if (!j.is_object()) return invalid_argument(src + ": expected a JSON object");
   ModelConfig c;
   FOLIO_RETURN_IF_ERROR(parse_architecture(j, src, c));
+  // A quantized checkpoint (AWQ, GPTQ, fp8, compressed-tensors...) would otherwise fail later on
+  // a missing or unread tensor, which does not say why.
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
+    std::string method = "?";
+    if (q->is_object())
+      if (auto m = q->find("quant_method"); m != q->end() && m->is_string()) method = *m;
+    return unimplemented(src +
+                         ": quantized checkpoints are not supported (quantization_config, "
+                         "quant_method \"" +
+                         method +
+                         "\"): folio loads F32, F16 and BF16 "
+                         "weights");
+  }
   FOLIO_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, src, true));
   FOLIO_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, src, true));
   FOLIO_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, src, true));

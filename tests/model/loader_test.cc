@@ -188,6 +188,14 @@ TEST(ModelConfig, Errors) {
   EXPECT_FALSE(ModelConfig::from_json(c, "x").ok());
   c["num_key_value_heads"] = "2";
   EXPECT_FALSE(ModelConfig::from_json(c, "x").ok());
+  c = *read_json_file(kFixture + "/config.json");
+  c["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}};
+  r = ModelConfig::from_json(c, "x/config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("x/config.json: quantized checkpoints are not supported "
+                                      "(quantization_config, quant_method \"awq\")"),
+            std::string::npos)
+      << r.status().message();
   auto missing = ModelConfig::load("/nonexistent/model");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/model/config.json"), std::string::npos);
