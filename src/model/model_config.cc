@@ -142,12 +142,9 @@ Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src
     std::string method = "?";
     if (q->is_object())
       if (auto m = q->find("quant_method"); m != q->end() && m->is_string()) method = *m;
-    return unimplemented(src +
-                         ": quantized checkpoints are not supported (quantization_config, "
-                         "quant_method \"" +
-                         method +
-                         "\"): folio loads F32, F16 and BF16 "
-                         "weights");
+    const std::string what = "quantization_config, quant_method \"" + method + "\"";
+    return unimplemented(src + ": quantized checkpoints are not supported (" + what +
+                         "): folio loads F32, F16 and BF16 weights");
   }
   FOLIO_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, src, true));
   FOLIO_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, src, true));
