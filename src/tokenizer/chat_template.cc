@@ -1,5 +1,6 @@
 #include "tokenizer/chat_template.h"
 
+#include "base/file_util.h"
 #include "tokenizer/jinja_error.h"
 
 namespace folio {
@@ -63,6 +64,25 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::json& c
     names += (names.empty() ? "" : ", ") + name;
   }
   return not_found("tokenizer_config.json: no chat template named 'default' among [" + names + "]");
+}
+
+Result<std::optional<ChatTemplate>> ChatTemplate::from_model_dir(const std::string& dir,
+                                                                 ChatTemplateOptions options) {
+  const std::string jinja_path = join_path(dir, "chat_template.jinja");
+  if (file_exists(jinja_path)) {
+    FOLIO_ASSIGN_OR_RETURN(std::string source, read_file(jinja_path));
+    auto t = parse(std::move(source), std::move(options));
+    if (!t.ok()) return invalid_argument(jinja_path + ": " + t.status().message());
+    return std::optional<ChatTemplate>(std::move(*t));
+  }
+  const std::string config_path = join_path(dir, "tokenizer_config.json");
+  if (!file_exists(config_path)) return std::optional<ChatTemplate>();
+  FOLIO_ASSIGN_OR_RETURN(nlohmann::json config, read_json_file(config_path));
+  if (!config.is_object() || !config.contains("chat_template") || config["chat_template"].is_null())
+    return std::optional<ChatTemplate>();
+  auto t = from_tokenizer_config(config, std::move(options));
+  if (!t.ok()) return invalid_argument(config_path + ": " + t.status().message());
+  return std::optional<ChatTemplate>(std::move(*t));
 }
 
 Result<std::string> ChatTemplate::render(const nlohmann::json& messages, bool add_generation_prompt,

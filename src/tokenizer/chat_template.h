@@ -31,6 +31,11 @@ class ChatTemplate {
   // `chat_template` as a string, or a list of {"name", "template"} (the one named "default").
   static Result<ChatTemplate> from_tokenizer_config(const nlohmann::json& config,
                                                     ChatTemplateOptions options = {});
+  // A model folder's template as transformers (>= 4.47) and vLLM find it: `chat_template.jinja`
+  // when present (it wins over the inline one), else tokenizer_config.json's `chat_template`;
+  // nullopt when the folder has neither. Errors name the file.
+  static Result<std::optional<ChatTemplate>> from_model_dir(const std::string& dir,
+                                                            ChatTemplateOptions options = {});
 
   Result<std::string> render(const nlohmann::json& messages, bool add_generation_prompt,
                              const nlohmann::json& extra_kwargs, const std::string& bos_token,

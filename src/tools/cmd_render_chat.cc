@@ -25,11 +25,12 @@ Result<ChatTemplate> load_template(const RenderFlags& f) {
     FOLIO_ASSIGN_OR_RETURN(std::string src, read_file(f.chat_template));
     return ChatTemplate::parse(src);
   }
-  std::string path = join_path(f.model, "tokenizer_config.json");
-  FOLIO_ASSIGN_OR_RETURN(auto cfg, read_json_file(path));
-  auto t = ChatTemplate::from_tokenizer_config(cfg);
-  if (!t.ok()) return invalid_argument(path + ": " + t.status().message());
-  return t;
+  FOLIO_ASSIGN_OR_RETURN(std::optional<ChatTemplate> t, ChatTemplate::from_model_dir(f.model));
+  if (!t)
+    return not_found(f.model +
+                     ": no chat template (chat_template.jinja, or chat_template in "
+                     "tokenizer_config.json); pass --chat-template FILE");
+  return std::move(*t);
 }
 
 // One line: the rendered text and its ids, or the reason it failed.

@@ -30,13 +30,8 @@ Result<std::optional<ChatTemplate>> load_chat_template(const ServeFlags& f) {
     FOLIO_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::parse(src));
     return std::optional<ChatTemplate>(std::move(t));
   }
-  std::string path = join_path(f.engine.load.model_dir, "tokenizer_config.json");
-  if (!file_exists(path)) return std::optional<ChatTemplate>();
-  FOLIO_ASSIGN_OR_RETURN(auto cfg, read_json_file(path));
-  if (!cfg.contains("chat_template")) return std::optional<ChatTemplate>();
-  auto t = ChatTemplate::from_tokenizer_config(cfg);
-  if (!t.ok()) return invalid_argument(path + ": " + t.status().message());
-  return std::optional<ChatTemplate>(std::move(*t));
+  if (f.engine.load.model_dir.empty()) return std::optional<ChatTemplate>();  // dummy weights
+  return ChatTemplate::from_model_dir(f.engine.load.model_dir);
 }
 
 int run_serve(ServeFlags f) {
