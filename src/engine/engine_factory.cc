@@ -166,9 +166,13 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
   ModelConfig model = *cfg;
   int& max_len = config.sched.max_model_len;
   FOLIO_RETURN_IF_ERROR(resolve_max_model_len(model, max_len));
+  // A model folder without tokenizer.json runs on token ids; a --tokenizer folder must have one.
   std::shared_ptr<const Tokenizer> tokenizer;
-  if (!o.model_dir.empty() && file_exists(join_path(o.model_dir, "tokenizer.json"))) {
-    FOLIO_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load(o.model_dir));
+  const std::string& tok_dir = o.tokenizer_source();
+  if (!o.tokenizer_dir.empty() && !file_exists(join_path(tok_dir, "tokenizer.json")))
+    return not_found("--tokenizer " + tok_dir + ": no tokenizer.json there");
+  if (!tok_dir.empty() && file_exists(join_path(tok_dir, "tokenizer.json"))) {
+    FOLIO_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load(tok_dir));
     tokenizer = std::make_shared<const Tokenizer>(std::move(t));
   }
   std::unique_ptr<Executor> executor;

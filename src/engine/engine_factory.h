@@ -15,6 +15,12 @@ struct LoadOptions {
   std::string device = "auto";       // "cpu", "cuda" (CUDA builds), or "auto": cuda when a GPU is present
   std::string load_format = "auto";  // "auto" (safetensors) or "dummy" (random weights)
   std::string model_config_file;     // with dummy: a config.json path instead of model_dir
+  // tokenizer.json (+ tokenizer_config.json, chat template) from here instead of model_dir
+  // (vLLM's --tokenizer): a tokenizer for dummy weights, or one kept apart from the weights.
+  std::string tokenizer_dir;
+  const std::string& tokenizer_source() const {
+    return tokenizer_dir.empty() ? model_dir : tokenizer_dir;
+  }
 };
 
 Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& options, EngineConfig config);

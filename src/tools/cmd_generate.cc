@@ -96,8 +96,8 @@ int run_generate(const GenerateFlags& f) {
     }
     if (req->prompt_token_ids.empty()) {
       if (!tok) {
-        results[i] =
-            format_offline_error(i, "\"prompt\" needs a tokenizer.json in the model folder");
+        results[i] = format_offline_error(
+            i, "\"prompt\" needs a tokenizer.json in the model folder (or --tokenizer DIR)");
         continue;
       }
       req->prompt_token_ids = tok->encode(*req->prompt, /*add_special_tokens=*/true);

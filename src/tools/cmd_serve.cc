@@ -30,8 +30,9 @@ Result<std::optional<ChatTemplate>> load_chat_template(const ServeFlags& f) {
     FOLIO_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::parse(src));
     return std::optional<ChatTemplate>(std::move(t));
   }
-  if (f.engine.load.model_dir.empty()) return std::optional<ChatTemplate>();  // dummy weights
-  return ChatTemplate::from_model_dir(f.engine.load.model_dir);
+  const std::string& dir = f.engine.load.tokenizer_source();
+  if (dir.empty()) return std::optional<ChatTemplate>();  // dummy weights, no --tokenizer
+  return ChatTemplate::from_model_dir(dir);
 }
 
 int run_serve(ServeFlags f) {

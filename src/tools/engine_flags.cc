@@ -23,6 +23,9 @@ void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
               "over NVLink where every GPU reaches every other)");
   c->add_option("--load-format", f.load.load_format, "auto | dummy (random weights)");
   c->add_option("--model-config", f.load.model_config_file, "config.json for --load-format dummy");
+  c->add_option("--tokenizer", f.load.tokenizer_dir,
+                "folder of tokenizer.json, tokenizer_config.json and the chat template (default: "
+                "--model's)");
   c->add_option("--kv-cache-mode", f.kv_cache_mode, "paged (PagedAttention) | token (TokenAttention)")
       ->check(CLI::IsMember({"paged", "token"}));
   // No CLI11 check: parse_kv_cache_dtype gives the message (fp8_e5m2 is "not supported", not
