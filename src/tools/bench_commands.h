@@ -14,8 +14,4 @@ void register_bench_throughput(CLI::App* bench, int& exit_code);
 void register_bench_latency(CLI::App* bench, int& exit_code);
 void register_bench_serve(CLI::App* bench, int& exit_code);
 
-// The model flags' shared check: --model, or --model-config with --load-format dummy.
-// Returns "" when fine, else the message.
-std::string check_model_source(const EngineFlags& f);
-
 }  // namespace folio::tools

@@ -6,12 +6,6 @@
 
 namespace folio::tools {
 
-std::string check_model_source(const EngineFlags& f) {
-  if (!f.load.model_dir.empty()) return "";
-  if (f.load.load_format == "dummy" && !f.load.model_config_file.empty()) return "";
-  return "give --model DIR, or --model-config FILE with --load-format dummy";
-}
-
 void register_bench(CLI::App& app, int& exit_code) {
   auto* bench = app.add_subcommand("bench", "Benchmarks: throughput, latency, serve");
   bench->require_subcommand(1);

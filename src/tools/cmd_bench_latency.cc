@@ -94,7 +94,7 @@ int run(const LatencyFlags& f) {
 void register_bench_latency(CLI::App* bench, int& exit_code) {
   auto f = std::make_shared<LatencyFlags>();
   auto* cmd = bench->add_subcommand("latency", "Batch latency: TTFT and time per output token");
-  add_engine_flags(cmd, f->engine, /*model_required=*/false);
+  add_engine_flags(cmd, f->engine);
   cmd->add_option("--batch-size", f->bench.batch_size, "requests per batch")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--input-len", f->bench.input_len, "prompt tokens")->check(CLI::Range(1, 1 << 24));

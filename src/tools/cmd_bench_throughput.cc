@@ -95,7 +95,7 @@ int run(const ThroughputFlags& f) {
 void register_bench_throughput(CLI::App* bench, int& exit_code) {
   auto f = std::make_shared<ThroughputFlags>();
   auto* cmd = bench->add_subcommand("throughput", "Offline throughput: all requests at once");
-  add_engine_flags(cmd, f->engine, /*model_required=*/false);
+  add_engine_flags(cmd, f->engine);
   auto* wl = cmd->add_option("--workload", f->workload, "JSONL of {\"input_len\", \"output_len\"}");
   cmd->add_option("--input-len", f->input_len, "prompt tokens per request (no --workload)")
       ->check(CLI::PositiveNumber)->excludes(wl);

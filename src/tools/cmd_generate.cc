@@ -67,6 +67,10 @@ std::vector<std::string> read_lines(const GenerateFlags& f) {
 }
 
 int run_generate(const GenerateFlags& f) {
+  if (std::string m = check_model_source(f.engine); !m.empty()) {
+    std::cerr << "folio generate: " << m << "\n";
+    return 2;
+  }
   if (!f.input.empty() && f.input != "-" && !std::ifstream(f.input)) {
     std::cerr << "folio generate: cannot open --input " << f.input << "\n";
     return 2;
@@ -154,7 +158,9 @@ int run_generate(const GenerateFlags& f) {
 void register_generate(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<GenerateFlags>();
   auto* cmd = app.add_subcommand("generate", "Offline generation over a JSONL file of requests");
-  add_engine_flags(cmd, flags->engine, /*model_required=*/true);
+  // --model, or --model-config with --load-format dummy (as the bench commands): with
+  // --tokenizer, dummy weights can then take text prompts without a model folder.
+  add_engine_flags(cmd, flags->engine);
   auto* input = cmd->add_option("--input", flags->input, "JSONL requests (default stdin)");
   cmd->add_option("--prompt", flags->prompt, "a single text prompt instead of --input")
       ->excludes(input);

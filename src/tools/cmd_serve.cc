@@ -95,7 +95,7 @@ int run_serve(ServeFlags f) {
 void register_serve(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<ServeFlags>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
-  add_engine_flags(cmd, f->engine, /*model_required=*/false);
+  add_engine_flags(cmd, f->engine);
   cmd->add_option("--host", f->server.host, "address to listen on");
   cmd->add_option("--port", f->server.port, "port (0: any free one)")->check(CLI::Range(0, 65535));
   cmd->add_option("--served-model-name", f->server.served_model_name, "model name in the API");

@@ -5,9 +5,8 @@
 
 namespace folio::tools {
 
-void add_engine_flags(CLI::App* c, EngineFlags& f, bool model_required) {
-  auto* model = c->add_option("--model", f.load.model_dir, "Hugging Face model folder");
-  if (model_required) model->required();
+void add_engine_flags(CLI::App* c, EngineFlags& f) {
+  c->add_option("--model", f.load.model_dir, "Hugging Face model folder");
   c->add_option("--device", f.load.device, "auto | cpu | cuda (auto: cuda when a GPU is usable)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c->add_option("--dtype", f.dtype, "CUDA weights/activations: auto (the checkpoint's) | bfloat16 | float16")
@@ -155,6 +154,12 @@ Result<EngineConfig> to_engine_config(const EngineFlags& f) {
   if (c.sched.preemption_mode == PreemptionMode::kSwap && c.swap_space_gib <= 0)
     return invalid_argument("--preemption-mode swap needs --swap-space > 0");
   return c;
+}
+
+std::string check_model_source(const EngineFlags& f) {
+  if (!f.load.model_dir.empty()) return "";
+  if (f.load.load_format == "dummy" && !f.load.model_config_file.empty()) return "";
+  return "give --model DIR, or --model-config FILE with --load-format dummy";
 }
 
 }  // namespace folio::tools

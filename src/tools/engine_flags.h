@@ -47,11 +47,14 @@ struct EngineFlags {
   int log_every = 0;
 };
 
-// `model_required`: --model must be given (generate); serve has a default model.
-void add_engine_flags(CLI::App* cmd, EngineFlags& f, bool model_required);
+// --model is optional here: serve has a default model, and the others call check_model_source.
+void add_engine_flags(CLI::App* cmd, EngineFlags& f);
 // vLLM spells --tensor-parallel-size `-tp`, a short option CLI11 cannot declare: main() rewrites
 // "-tp" (and "-tp=N") to the long form before parsing.
 std::vector<std::string> expand_short_aliases(int argc, char** argv);
 Result<EngineConfig> to_engine_config(const EngineFlags& f);
+// The model flags' check for commands whose --model is optional: --model, or --model-config with
+// --load-format dummy. Returns "" when fine, else the message.
+std::string check_model_source(const EngineFlags& f);
 
 }  // namespace folio::tools

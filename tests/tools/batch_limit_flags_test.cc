@@ -13,7 +13,7 @@ namespace {
 Result<EngineConfig> config_of(const std::string& args) {
   CLI::App app;
   tools::EngineFlags f;
-  tools::add_engine_flags(&app, f, /*model_required=*/false);
+  tools::add_engine_flags(&app, f);
   app.parse(args, /*program_name_included=*/false);
   return tools::to_engine_config(f);
 }

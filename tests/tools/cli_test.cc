@@ -139,6 +139,40 @@ TEST(Cli, MalformedCheckpointIsOneLineErrorAndExitCode2) {
   fs::remove_all(dir);
 }
 
+// generate, like the bench commands, runs dummy weights from --model-config alone; with
+// --tokenizer they take text prompts. Neither --model nor --model-config is a one-line error.
+TEST(Cli, GenerateFromAModelConfigAndATokenizer) {
+  auto in = temp_file("text.jsonl",
+                      "{\"prompt\": \"Hello world\", \"max_tokens\": 2, \"temperature\": 0}\n");
+  auto err = temp_file("src_err.txt", "");
+  RunResult r = run_folio("generate --device cpu", in, err);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(err),
+            "folio generate: give --model DIR, or --model-config FILE with --load-format dummy\n");
+  const std::string tok = std::string(FOLIO_SOURCE_DIR) + "/data/tokenizers/llama3";
+  if (!fs::exists(tok + "/tokenizer.json")) GTEST_SKIP() << tok << " missing";
+  const json config = {{"architectures", {"LlamaForCausalLM"}},
+                       {"hidden_size", 64},
+                       {"intermediate_size", 128},
+                       {"num_hidden_layers", 1},
+                       {"num_attention_heads", 4},
+                       {"num_key_value_heads", 2},
+                       {"vocab_size", 128256},
+                       {"max_position_embeddings", 256},
+                       {"rms_norm_eps", 1e-5},
+                       {"rope_theta", 10000.0},
+                       {"torch_dtype", "float32"}};
+  auto cfg = temp_file("dummy_config.json", config.dump());
+  r = run_folio(
+      "generate --device cpu --load-format dummy --model-config " + cfg + " --tokenizer " + tok, in,
+      err);
+  ASSERT_EQ(r.exit_code, 0) << read_file(err);
+  auto got = lines_of(r.out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["prompt_token_ids"], json({9906, 1917}));  // "Hello world"
+  EXPECT_EQ(got[0]["outputs"][0]["token_ids"].size(), 2u);
+}
+
 TEST(Cli, LogLevelFromTheEnvironment) {
   const std::string model = std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_gqa";
   auto in = temp_file("log.jsonl", "{\"prompt_token_ids\": [1, 2], \"max_tokens\": 1}\n");

@@ -56,7 +56,7 @@ TEST(KvCacheDtypeFlag, OtherNamesAreErrors) {
 TEST(KvCacheDtypeFlag, ParsedFromTheCommandLine) {
   CLI::App app;
   tools::EngineFlags f;
-  tools::add_engine_flags(&app, f, /*model_required=*/false);
+  tools::add_engine_flags(&app, f);
   app.parse("--kv-cache-dtype fp8", /*program_name_included=*/false);
   EXPECT_EQ(f.kv_cache_dtype, "fp8");
 }

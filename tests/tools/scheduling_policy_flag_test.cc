@@ -22,7 +22,7 @@ TEST(SchedulingPolicyFlag, NamesMapToThePolicy) {
            {"lof", SchedulePolicy::kLongestOutputFirst}}) {
     CLI::App app;
     tools::EngineFlags f;
-    tools::add_engine_flags(&app, f, /*model_required=*/false);
+    tools::add_engine_flags(&app, f);
     app.parse("--scheduling-policy " + name, /*program_name_included=*/false);
     auto c = tools::to_engine_config(f);
     ASSERT_TRUE(c.ok()) << name << ": " << c.status().to_string();
@@ -33,7 +33,7 @@ TEST(SchedulingPolicyFlag, NamesMapToThePolicy) {
 TEST(SchedulingPolicyFlag, OtherNamesAreErrors) {
   CLI::App app;
   tools::EngineFlags f;
-  tools::add_engine_flags(&app, f, /*model_required=*/false);
+  tools::add_engine_flags(&app, f);
   EXPECT_THROW(app.parse("--scheduling-policy sjf", /*program_name_included=*/false),
                CLI::ValidationError);
   tools::EngineFlags g;
