@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "base/file_util.h"
+#include "dummy_configs.h"
 #include "engine/engine_factory.h"
 #include "engine_runner.h"
 
@@ -16,19 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A tiny Llama (dummy weights) whose vocabulary holds Llama 3's ids.
+// testing::tiny_llama3_vocab_config() in a temporary file.
 std::string write_config() {
-  json c = {{"architectures", {"LlamaForCausalLM"}},
-            {"hidden_size", 64},
-            {"intermediate_size", 128},
-            {"num_hidden_layers", 1},
-            {"num_attention_heads", 4},
-            {"num_key_value_heads", 2},
-            {"vocab_size", 128256},
-            {"max_position_embeddings", 256},
-            {"rms_norm_eps", 1e-5},
-            {"rope_theta", 10000.0},
-            {"torch_dtype", "float32"}};
+  const json c = testing::tiny_llama3_vocab_config();
   const fs::path path =
       fs::temp_directory_path() /
       ("folio_tokdir_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +

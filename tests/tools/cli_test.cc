@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "dummy_configs.h"
+
 namespace folio {
 namespace {
 
@@ -151,17 +153,7 @@ TEST(Cli, GenerateFromAModelConfigAndATokenizer) {
             "folio generate: give --model DIR, or --model-config FILE with --load-format dummy\n");
   const std::string tok = std::string(FOLIO_SOURCE_DIR) + "/data/tokenizers/llama3";
   if (!fs::exists(tok + "/tokenizer.json")) GTEST_SKIP() << tok << " missing";
-  const json config = {{"architectures", {"LlamaForCausalLM"}},
-                       {"hidden_size", 64},
-                       {"intermediate_size", 128},
-                       {"num_hidden_layers", 1},
-                       {"num_attention_heads", 4},
-                       {"num_key_value_heads", 2},
-                       {"vocab_size", 128256},
-                       {"max_position_embeddings", 256},
-                       {"rms_norm_eps", 1e-5},
-                       {"rope_theta", 10000.0},
-                       {"torch_dtype", "float32"}};
+  const json config = testing::tiny_llama3_vocab_config();
   auto cfg = temp_file("dummy_config.json", config.dump());
   r = run_folio(
       "generate --device cpu --load-format dummy --model-config " + cfg + " --tokenizer " + tok, in,
