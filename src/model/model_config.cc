@@ -77,9 +77,16 @@ Status parse_rope(const json& j, const std::string& src, RopeConfig& rope) {
     type = t->get<std::string>();
   else if (auto t2 = p.find("type"); t2 != p.end() && t2->is_string())
     type = t2->get<std::string>();
-  if (type != "default" && type != "llama3")
-    return unimplemented(src + ": unsupported rope type \"" + type + "\" (default, llama3)");
+  if (type != "default" && type != "llama3" && type != "linear")
+    return unimplemented(src + ": unsupported rope type \"" + type +
+                         "\" (default, linear, llama3)");
   rope.type = type;
+  if (type == "linear") {  // position interpolation: every frequency divided by `factor`
+    rope.factor = 0;
+    FOLIO_RETURN_IF_ERROR(read_double(p, "factor", rope.factor, src));
+    if (!(rope.factor > 0))
+      return invalid_argument(src + ": linear rope scaling needs a positive factor");
+  }
   if (type == "llama3") {
     FOLIO_RETURN_IF_ERROR(read_double(p, "factor", rope.factor, src));
     FOLIO_RETURN_IF_ERROR(read_double(p, "low_freq_factor", rope.low_freq_factor, src));

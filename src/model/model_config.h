@@ -19,8 +19,8 @@ enum class Architecture { kLlama, kMistral, kQwen2, kQwen3 };
 
 struct RopeConfig {
   double theta = 10000.0;
-  std::string type = "default";  // "default" or "llama3"
-  // llama3 scaling (rope_type == "llama3").
+  std::string type = "default";  // "default", "linear" or "llama3"
+  // linear (transformers' position interpolation: inv_freq / factor) and llama3 scaling.
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;

@@ -34,6 +34,8 @@ std::vector<double> exact_rope_inv_freq(const RopeConfig& rope, int head_dim) {
   const int half = head_dim / 2;
   std::vector<double> inv(half);
   for (int i = 0; i < half; ++i) inv[i] = 1.0 / std::pow(rope.theta, (2.0 * i) / head_dim);
+  if (rope.type == "linear")
+    for (double& f : inv) f /= rope.factor;
   if (rope.type != "llama3") return inv;
   // Llama 3.1 scaling: long wavelengths are divided by `factor`, short ones kept, and the band
   // between is interpolated smoothly.
