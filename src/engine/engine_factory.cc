@@ -169,9 +169,10 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
   // A model folder without tokenizer.json runs on token ids; a --tokenizer folder must have one.
   std::shared_ptr<const Tokenizer> tokenizer;
   const std::string& tok_dir = o.tokenizer_source();
-  if (!o.tokenizer_dir.empty() && !file_exists(join_path(tok_dir, "tokenizer.json")))
+  const bool has_tokenizer = !tok_dir.empty() && file_exists(join_path(tok_dir, "tokenizer.json"));
+  if (!o.tokenizer_dir.empty() && !has_tokenizer)
     return not_found("--tokenizer " + tok_dir + ": no tokenizer.json there");
-  if (!tok_dir.empty() && file_exists(join_path(tok_dir, "tokenizer.json"))) {
+  if (has_tokenizer) {
     FOLIO_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::load(tok_dir));
     tokenizer = std::make_shared<const Tokenizer>(std::move(t));
   }

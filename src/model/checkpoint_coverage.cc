@@ -9,14 +9,9 @@
 namespace folio {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Tensors transformers' Llama-family models skip on load without a word.
 bool ignorable(const ModelConfig& config, const std::string& name) {
-  return ends_with(name, ".rotary_emb.inv_freq") ||
+  return name.ends_with(".rotary_emb.inv_freq") ||
          (config.tie_word_embeddings && name == "lm_head.weight");
 }
 

@@ -4,20 +4,17 @@
 // the window; set past it, loading fails with a message that says why.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-
 #include "engine/engine_factory.h"
 #include "engine_runner.h"
+#include "scratch_dir.h"
 
 namespace folio {
 namespace {
 
 using nlohmann::json;
 
-// A tiny Mistral config (dummy weights) with the given window, written to a temporary file.
-std::string write_mistral_config(const json& window) {
+// A tiny Mistral config (dummy weights) with the given window, written into `dir`.
+std::string write_mistral_config(const testing::ScratchDir& dir, const json& window) {
   json c = {{"architectures", {"MistralForCausalLM"}},
             {"hidden_size", 64},
             {"intermediate_size", 128},
@@ -30,13 +27,7 @@ std::string write_mistral_config(const json& window) {
             {"rope_theta", 10000.0},
             {"torch_dtype", "float32"},
             {"sliding_window", window}};
-  const std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("folio_sliding_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-        ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
-          .string();
-  std::ofstream(path) << c.dump();
-  return path;
+  return dir.write("config.json", c.dump());
 }
 
 Result<std::unique_ptr<EngineCore>> load(const std::string& config_path, int max_model_len) {
@@ -50,18 +41,19 @@ Result<std::unique_ptr<EngineCore>> load(const std::string& config_path, int max
 }
 
 TEST(SlidingWindow, UnsetMaxModelLenTakesTheWindow) {
-  const std::string path = write_mistral_config(128);
+  const testing::ScratchDir dir;
+  const std::string path = write_mistral_config(dir, 128);
   auto e = load(path, 0);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ((*e)->max_model_len(), 128);
   auto within = load(path, 100);
   ASSERT_TRUE(within.ok()) << within.status().message();
   EXPECT_EQ((*within)->max_model_len(), 100);
-  std::remove(path.c_str());
 }
 
 TEST(SlidingWindow, MaxModelLenPastTheWindowIsAnError) {
-  const std::string path = write_mistral_config(128);
+  const testing::ScratchDir dir;
+  const std::string path = write_mistral_config(dir, 128);
   auto e = load(path, 129);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("--max-model-len 129 exceeds the model's sliding_window 128"),
@@ -72,16 +64,15 @@ TEST(SlidingWindow, MaxModelLenPastTheWindowIsAnError) {
   auto far = load(path, 1000);
   ASSERT_FALSE(far.ok());
   EXPECT_NE(far.status().message().find("max_position_embeddings 512"), std::string::npos);
-  std::remove(path.c_str());
 }
 
 TEST(SlidingWindow, NoWindowOrAWiderOneLeavesTheModelsLength) {
   for (const json& window : {json(nullptr), json(4096)}) {
-    const std::string path = write_mistral_config(window);
+    const testing::ScratchDir dir;
+    const std::string path = write_mistral_config(dir, window);
     auto e = load(path, 0);
     ASSERT_TRUE(e.ok()) << e.status().message();
     EXPECT_EQ((*e)->max_model_len(), 512) << window.dump();
-    std::remove(path.c_str());
   }
 }
 

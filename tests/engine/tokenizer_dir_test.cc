@@ -3,29 +3,18 @@
 // an error, not a silent run on token ids.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-
 #include "base/file_util.h"
 #include "dummy_configs.h"
 #include "engine/engine_factory.h"
 #include "engine_runner.h"
+#include "scratch_dir.h"
 
 namespace folio {
 namespace {
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-// testing::tiny_llama3_vocab_config() in a temporary file.
-std::string write_config() {
-  const json c = testing::tiny_llama3_vocab_config();
-  const fs::path path =
-      fs::temp_directory_path() /
-      ("folio_tokdir_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-       ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json");
-  std::ofstream(path) << c.dump();
-  return path.string();
+// testing::tiny_llama3_vocab_config() written into `dir`.
+std::string write_config(const testing::ScratchDir& dir) {
+  return dir.write("config.json", testing::tiny_llama3_vocab_config().dump());
 }
 
 Result<std::unique_ptr<EngineCore>> load(const std::string& config, const std::string& tok_dir) {
@@ -41,29 +30,27 @@ Result<std::unique_ptr<EngineCore>> load(const std::string& config, const std::s
 }
 
 TEST(TokenizerDir, DummyWeightsWithARealTokenizer) {
-  const std::string dir = std::string(FOLIO_SOURCE_DIR) + "/data/tokenizers/llama3";
-  if (!file_exists(dir + "/tokenizer.json"))
-    GTEST_SKIP() << dir << " is missing: run scripts/fetch_tokenizers.sh";
-  const std::string config = write_config();
+  const std::string tok = std::string(FOLIO_SOURCE_DIR) + "/data/tokenizers/llama3";
+  if (!file_exists(tok + "/tokenizer.json"))
+    GTEST_SKIP() << tok << " is missing: run scripts/fetch_tokenizers.sh";
+  const testing::ScratchDir dir;
+  const std::string config = write_config(dir);
   auto none = load(config, "");
   ASSERT_TRUE(none.ok()) << none.status().message();
   EXPECT_EQ((*none)->tokenizer(), nullptr);  // dummy weights alone: token ids only
-  auto e = load(config, dir);
+  auto e = load(config, tok);
   ASSERT_TRUE(e.ok()) << e.status().message();
   ASSERT_NE((*e)->tokenizer(), nullptr);
   EXPECT_EQ((*e)->tokenizer()->encode("Hello", false), std::vector<int32_t>({9906}));
-  fs::remove(config);
 }
 
 TEST(TokenizerDir, AFolderWithoutTokenizerJsonIsAnError) {
-  const std::string config = write_config();
-  const fs::path empty = fs::temp_directory_path() / "folio_tokdir_empty";
-  fs::create_directories(empty);
-  auto e = load(config, empty.string());
+  const testing::ScratchDir dir;
+  const std::string config = write_config(dir);
+  const testing::ScratchDir empty;
+  auto e = load(config, empty.str());
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().message(), "--tokenizer " + empty.string() + ": no tokenizer.json there");
-  fs::remove_all(empty);
-  fs::remove(config);
+  EXPECT_EQ(e.status().message(), "--tokenizer " + empty.str() + ": no tokenizer.json there");
 }
 
 }  // namespace

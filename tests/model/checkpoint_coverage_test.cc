@@ -7,9 +7,9 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "base/file_util.h"
+#include "scratch_dir.h"
 
 namespace folio {
 namespace {
@@ -24,13 +24,8 @@ const std::string kFixture = std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_g
 class ShardedCopy {
  public:
   explicit ShardedCopy(const std::map<std::string, int64_t>& extra) {
-    dir_ = fs::temp_directory_path() /
-           ("folio_coverage_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    fs::copy_file(kFixture + "/config.json", dir_ / "config.json");
-    fs::copy_file(kFixture + "/model.safetensors", dir_ / "shard-1.safetensors");
+    fs::copy_file(kFixture + "/config.json", dir_.file("config.json"));
+    fs::copy_file(kFixture + "/model.safetensors", dir_.file("shard-1.safetensors"));
     json map;
     for (const std::string& n : Checkpoint::open(kFixture)->tensor_names())
       map[n] = "shard-1.safetensors";
@@ -46,16 +41,14 @@ class ShardedCopy {
       const uint64_t len = h.size();
       std::string bytes(8, '\0');
       std::memcpy(bytes.data(), &len, 8);
-      std::ofstream(dir_ / "shard-2.safetensors", std::ios::binary)
-          << bytes << h << std::string(static_cast<size_t>(offset), '\0');
+      dir_.write("shard-2.safetensors", bytes + h + std::string(static_cast<size_t>(offset), '\0'));
     }
-    std::ofstream(dir_ / "model.safetensors.index.json") << json{{"weight_map", map}}.dump();
+    dir_.write("model.safetensors.index.json", json{{"weight_map", map}}.dump());
   }
-  ~ShardedCopy() { fs::remove_all(dir_); }
-  std::string dir() const { return dir_.string(); }
+  std::string dir() const { return dir_.str(); }
 
  private:
-  fs::path dir_;
+  testing::ScratchDir dir_;
 };
 
 Status check(const ShardedCopy& copy, bool tied = false) {

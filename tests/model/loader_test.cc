@@ -10,6 +10,7 @@
 #include "model/llama_weights.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
+#include "scratch_dir.h"
 
 namespace folio {
 namespace {
@@ -19,22 +20,7 @@ using nlohmann::json;
 
 const std::string kFixture = std::string(FOLIO_TEST_DATA_DIR) + "/models/llama_gqa";
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("folio_loader_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string& n) const { return (path_ / n).string(); }
-
- private:
-  fs::path path_;
-};
+using testing::ScratchDir;
 
 void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -202,7 +188,7 @@ TEST(ModelConfig, Errors) {
 }
 
 TEST(Safetensors, TruncatedAndCorruptedFiles) {
-  TempDir d;
+  ScratchDir d;
   std::string good = fixture_bytes("model.safetensors");
   write(d.file("short.safetensors"), good.substr(0, 5));
   auto r = SafetensorsFile::open(d.file("short.safetensors"));
@@ -229,7 +215,7 @@ TEST(Safetensors, TruncatedAndCorruptedFiles) {
 }
 
 TEST(Safetensors, DtypeAndSizeMismatch) {
-  TempDir d;
+  ScratchDir d;
   json h = {{"w", {{"dtype", "BF16"}, {"shape", {2, 3}}, {"data_offsets", {0, 10}}}}};
   write(d.file("a.safetensors"), make_safetensors(h, 10));
   auto r = SafetensorsFile::open(d.file("a.safetensors"));
@@ -244,7 +230,7 @@ TEST(Safetensors, DtypeAndSizeMismatch) {
 }
 
 TEST(Checkpoint, ShapeMismatchNamesTensor) {
-  TempDir d;
+  ScratchDir d;
   fs::copy(kFixture + "/model.safetensors", d.file("model.safetensors"));
   json c = *read_json_file(kFixture + "/config.json");
   c["intermediate_size"] = 353;
@@ -266,7 +252,7 @@ TEST(Checkpoint, ShardedEqualsSingleFile) {
   ASSERT_TRUE(single.ok());
   auto file = SafetensorsFile::open(kFixture + "/model.safetensors");
   ASSERT_TRUE(file.ok());
-  TempDir d;
+  ScratchDir d;
   json shard_h[2] = {json::object(), json::object()};
   std::string shard_data[2];
   json weight_map = json::object();
@@ -303,7 +289,7 @@ TEST(Checkpoint, ShardedEqualsSingleFile) {
 }
 
 TEST(Checkpoint, MissingWeightsFile) {
-  TempDir d;
+  ScratchDir d;
   auto r = Checkpoint::open(d.str());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no model.safetensors"), std::string::npos);

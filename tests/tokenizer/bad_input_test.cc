@@ -1,9 +1,7 @@
 // Errors on bad tokenizer files come back as a Status naming the file and the problem.
-#include <filesystem>
-#include <fstream>
-
 #include <gtest/gtest.h>
 
+#include "scratch_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace folio {
@@ -11,18 +9,9 @@ namespace {
 
 class BadInputTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("folio_tok_bad_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  void write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-  }
+  void write(const std::string& name, const std::string& text) { dir_.write(name, text); }
   Status load_status() {
-    auto r = Tokenizer::load(dir_.string());
+    auto r = Tokenizer::load(dir_.str());
     EXPECT_FALSE(r.ok());
     return r.ok() ? Status() : r.status();
   }
@@ -36,11 +25,11 @@ class BadInputTest : public ::testing::Test {
     j.merge_patch(patch);
     return j.dump();
   }
-  std::filesystem::path dir_;
+  testing::ScratchDir dir_;
 };
 
 TEST_F(BadInputTest, MissingDirectoryOrFile) {
-  auto r = Tokenizer::load((dir_ / "nope").string());
+  auto r = Tokenizer::load(dir_.file("nope"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("tokenizer.json"), std::string::npos);
@@ -100,7 +89,7 @@ TEST_F(BadInputTest, BadFields) {
 
 TEST_F(BadInputTest, MinimalTokenizerWorks) {
   write("tokenizer.json", tokenizer_json(nlohmann::json::object()));
-  auto r = Tokenizer::load(dir_.string());
+  auto r = Tokenizer::load(dir_.str());
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->encode("abba", false), (std::vector<int32_t>{2, 1, 0}));
   EXPECT_EQ(r->decode(std::vector<int32_t>{2, 1, 0}, false), "abba");

@@ -3,35 +3,15 @@
 // folder has neither; a template that does not parse is an error naming its file.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
+#include "scratch_dir.h"
 #include "tokenizer/chat_template.h"
 
 namespace folio {
 namespace {
 
-namespace fs = std::filesystem;
-
-class ModelDir {
- public:
-  ModelDir() {
-    dir_ = fs::temp_directory_path() /
-           ("folio_chat_dir_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~ModelDir() { fs::remove_all(dir_); }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir_ / name) << text;
-  }
-  std::string str() const { return dir_.string(); }
-
- private:
-  fs::path dir_;
-};
+using ModelDir = testing::ScratchDir;
 
 // The text a template renders for one user message, or the error.
 std::string render(const ModelDir& d) {
