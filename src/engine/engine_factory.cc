@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "base/file_util.h"
 #include "base/log.h"
@@ -37,6 +38,24 @@ KvCacheShape plan_kv_cache(const EngineConfig& c, const ModelConfig& m) {
 }
 
 namespace {
+
+// --hf-overrides' text as a JSON object (empty text: no overrides).
+Result<nlohmann::json> parse_hf_overrides(const std::string& text) {
+  if (text.empty()) return nlohmann::json::object();
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_argument("--hf-overrides is not valid JSON: " + text);
+  if (!j.is_object())
+    return invalid_argument("--hf-overrides must be a JSON object ({\"key\": value, ...}), got " +
+                            text);
+  return j;
+}
+
+// A factor as a person writes it: 4, 2.5.
+std::string format_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 
 // "auto" is cuda when this build has the CUDA executor and a GPU is reachable, else cpu.
 Result<std::string> resolve_device(const std::string& device) {
@@ -121,23 +140,29 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const
 #endif
 
 // --max-model-len: unset, the longest the model runs at as its reference does (ModelConfig::
-// max_context_len); set, at most that. A sliding-window model is capped at its window, since
-// folio's attention does not slide (vLLM's --disable-sliding-window does the same).
+// max_context_len: max_position_embeddings, extended by linear or yarn rope scaling as vLLM
+// derives it); set, at most that. A sliding-window model is capped at its window, since folio's
+// attention does not slide (vLLM's --disable-sliding-window does the same).
 Status resolve_max_model_len(const ModelConfig& model, int& max_len) {
   const int limit = model.max_context_len();
-  const bool capped = limit < model.max_position_embeddings;
+  const int positions = model.rope_scaled_max_len();
+  const bool capped = limit < positions;
   if (max_len <= 0) {
     max_len = limit;
     if (capped)
       log_info("max_model_len " + std::to_string(limit) + ": the model's sliding_window (its " +
-               "max_position_embeddings is " + std::to_string(model.max_position_embeddings) +
+               "positions reach " + std::to_string(positions) +
                "); folio's attention does not slide, and up to the window it is the model's");
     return Status();
   }
-  if (max_len > model.max_position_embeddings)
-    return invalid_argument("--max-model-len " + std::to_string(max_len) +
-                            " exceeds the model's max_position_embeddings " +
-                            std::to_string(model.max_position_embeddings));
+  if (max_len > positions) {
+    std::string why = "max_position_embeddings " + std::to_string(model.max_position_embeddings);
+    if (positions != model.max_position_embeddings)
+      why = "length " + std::to_string(positions) + " (" + model.rope.type + " rope scaling by " +
+            format_number(model.rope.factor) + ")";
+    return invalid_argument("--max-model-len " + std::to_string(max_len) + " exceeds the model's " +
+                            why);
+  }
   if (max_len > limit)
     return invalid_argument(
         "--max-model-len " + std::to_string(max_len) + " exceeds the model's sliding_window " +
@@ -155,14 +180,17 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
   const bool dummy = o.load_format == "dummy";
   if (!dummy && o.load_format != "auto")
     return invalid_argument("--load-format must be auto or dummy, got " + o.load_format);
+  FOLIO_ASSIGN_OR_RETURN(const nlohmann::json overrides, parse_hf_overrides(o.hf_overrides));
   Result<ModelConfig> cfg = invalid_argument("no model");
   if (dummy && !o.model_config_file.empty()) {
     FOLIO_ASSIGN_OR_RETURN(auto j, read_json_file(o.model_config_file));
+    FOLIO_RETURN_IF_ERROR(apply_hf_overrides(j, overrides));
     cfg = ModelConfig::from_json(j, o.model_config_file);
   } else {
-    cfg = ModelConfig::load(o.model_dir);
+    cfg = ModelConfig::load(o.model_dir, overrides);
   }
   if (!cfg.ok()) return cfg.status();
+  if (!overrides.empty()) log_info("config.json overridden by --hf-overrides " + overrides.dump());
   ModelConfig model = *cfg;
   int& max_len = config.sched.max_model_len;
   FOLIO_RETURN_IF_ERROR(resolve_max_model_len(model, max_len));

@@ -18,6 +18,9 @@ struct LoadOptions {
   // tokenizer.json (+ tokenizer_config.json, chat template) from here instead of model_dir
   // (vLLM's --tokenizer): a tokenizer for dummy weights, or one kept apart from the weights.
   std::string tokenizer_dir;
+  // vLLM's --hf-overrides: a JSON object whose keys replace config.json's (apply_hf_overrides),
+  // e.g. {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, ...}}. Empty: none.
+  std::string hf_overrides;
   const std::string& tokenizer_source() const {
     return tokenizer_dir.empty() ? model_dir : tokenizer_dir;
   }

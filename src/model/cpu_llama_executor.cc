@@ -98,7 +98,7 @@ void CpuLlamaExecutor::attention_block(int l, const ForwardBatch& b, std::vector
   args.num_kv_heads = config_.num_kv_heads;
   args.head_dim = hd;
   args.block_size = kv_.block_size;
-  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  args.scale = static_cast<float>(config_.softmax_scale());
   args.query_start = b.query_start.data();
   args.context_lens = b.context_lens.data();
   args.block_table_start = b.block_table_start.data();

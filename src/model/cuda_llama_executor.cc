@@ -189,7 +189,7 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
   p.num_kv_heads = nkv;
   p.head_dim = hd;
   p.block_size = kv.block_size;
-  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  p.scale = static_cast<float>(config.softmax_scale());
   p.q = q.data();
   p.k_cache = c.k[l];
   p.v_cache = c.v[l];

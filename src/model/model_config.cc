@@ -1,5 +1,9 @@
 #include "model/model_config.h"
 
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
 #include "base/file_util.h"
 
 namespace folio {
@@ -61,8 +65,55 @@ Status parse_architecture(const json& j, const std::string& src, ModelConfig& c)
   return Status();
 }
 
+// transformers' get_mscale: yarn's attention factor for a scale and an mscale weight.
+double yarn_mscale(double scale, double mscale) {
+  return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+// yarn's keys, as transformers' _compute_yarn_parameters reads them (null or 0 for beta_fast,
+// beta_slow and original_max_position_embeddings means the default).
+Status parse_yarn(const json& p, const std::string& src, int max_position_embeddings,
+                  RopeConfig& rope) {
+  rope.factor = 0;
+  FOLIO_RETURN_IF_ERROR(read_double(p, "factor", rope.factor, src));
+  if (!(rope.factor > 0))
+    return invalid_argument(src + ": yarn rope scaling needs a positive factor");
+  rope.original_max_position_embeddings = max_position_embeddings;
+  if (auto it = p.find("original_max_position_embeddings");
+      it != p.end() && !(it->is_number_integer() && it->get<int64_t>() == 0))
+    FOLIO_RETURN_IF_ERROR(read_int(p, "original_max_position_embeddings",
+                                   rope.original_max_position_embeddings, src, false));
+  for (auto [key, out, fallback] : {std::tuple{"beta_fast", &rope.beta_fast, 32.0},
+                                    std::tuple{"beta_slow", &rope.beta_slow, 1.0}}) {
+    *out = 0;
+    FOLIO_RETURN_IF_ERROR(read_double(p, key, *out, src));
+    if (*out == 0) *out = fallback;
+  }
+  if (!(rope.beta_fast > rope.beta_slow && rope.beta_slow > 0))
+    return invalid_argument(src + ": yarn needs beta_fast > beta_slow > 0");
+  if (auto it = p.find("truncate"); it != p.end() && !it->is_null()) {
+    if (!it->is_boolean()) return invalid_argument(src + ": field \"truncate\" must be a boolean");
+    rope.truncate = it->get<bool>();
+  }
+  double given = 0, mscale = 0, mscale_all_dim = 0;
+  FOLIO_RETURN_IF_ERROR(read_double(p, "attention_factor", given, src));
+  FOLIO_RETURN_IF_ERROR(read_double(p, "mscale", mscale, src));
+  FOLIO_RETURN_IF_ERROR(read_double(p, "mscale_all_dim", mscale_all_dim, src));
+  if (p.contains("attention_factor") && !p["attention_factor"].is_null())
+    rope.attention_factor = given;
+  else if (mscale != 0 && mscale_all_dim != 0)
+    rope.attention_factor =
+        yarn_mscale(rope.factor, mscale) / yarn_mscale(rope.factor, mscale_all_dim);
+  else
+    rope.attention_factor = yarn_mscale(rope.factor, 1.0);
+  if (!(rope.attention_factor > 0))
+    return invalid_argument(src + ": yarn's attention_factor must be positive");
+  return Status();
+}
+
 // Rope settings live in `rope_parameters` (new) or `rope_theta` + `rope_scaling` (legacy).
-Status parse_rope(const json& j, const std::string& src, RopeConfig& rope) {
+Status parse_rope(const json& j, const std::string& src, int max_position_embeddings,
+                  RopeConfig& rope) {
   FOLIO_RETURN_IF_ERROR(read_double(j, "rope_theta", rope.theta, src));
   const json* params = nullptr;
   if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object())
@@ -77,9 +128,9 @@ Status parse_rope(const json& j, const std::string& src, RopeConfig& rope) {
     type = t->get<std::string>();
   else if (auto t2 = p.find("type"); t2 != p.end() && t2->is_string())
     type = t2->get<std::string>();
-  if (type != "default" && type != "llama3" && type != "linear")
+  if (type != "default" && type != "llama3" && type != "linear" && type != "yarn")
     return unimplemented(src + ": unsupported rope type \"" + type +
-                         "\" (default, linear, llama3)");
+                         "\" (default, linear, llama3, yarn)");
   rope.type = type;
   if (type == "linear") {  // position interpolation: every frequency divided by `factor`
     rope.factor = 0;
@@ -87,6 +138,7 @@ Status parse_rope(const json& j, const std::string& src, RopeConfig& rope) {
     if (!(rope.factor > 0))
       return invalid_argument(src + ": linear rope scaling needs a positive factor");
   }
+  if (type == "yarn") FOLIO_RETURN_IF_ERROR(parse_yarn(p, src, max_position_embeddings, rope));
   if (type == "llama3") {
     FOLIO_RETURN_IF_ERROR(read_double(p, "factor", rope.factor, src));
     FOLIO_RETURN_IF_ERROR(read_double(p, "low_freq_factor", rope.low_freq_factor, src));
@@ -199,15 +251,35 @@ Result<ModelConfig> ModelConfig::from_json(const json& j, const std::string& src
     c.bos_token_id = it->get<int32_t>();
   if (auto it = j.find("eos_token_id"); it != j.end())
     c.generation.eos_token_ids = read_id_list(*it);
-  FOLIO_RETURN_IF_ERROR(parse_rope(j, src, c.rope));
+  FOLIO_RETURN_IF_ERROR(parse_rope(j, src, c.max_position_embeddings, c.rope));
   FOLIO_RETURN_IF_ERROR(parse_sliding_window(j, src, c));
   c.rope.inv_freq_precision = c.dtype == "bfloat16" ? "bfloat16" : "float32";
   return c;
 }
 
-Result<ModelConfig> ModelConfig::load(const std::string& model_dir) {
+int ModelConfig::rope_scaled_max_len() const {
+  double len = max_position_embeddings;
+  if (rope.type == "linear") len *= rope.factor;
+  if (rope.type == "yarn") len = rope.original_max_position_embeddings * rope.factor;
+  return len >= double{1 << 30} ? 1 << 30 : std::max(1, static_cast<int>(len));
+}
+
+double ModelConfig::softmax_scale() const {
+  return rope.attention_factor * rope.attention_factor / std::sqrt(static_cast<double>(head_dim));
+}
+
+Status apply_hf_overrides(json& config, const json& overrides) {
+  if (!overrides.is_object())
+    return invalid_argument("--hf-overrides must be a JSON object, got " + overrides.dump());
+  if (!config.is_object()) return invalid_argument("config.json is not a JSON object");
+  for (const auto& [key, value] : overrides.items()) config[key] = value;
+  return Status();
+}
+
+Result<ModelConfig> ModelConfig::load(const std::string& model_dir, const json& overrides) {
   std::string path = join_path(model_dir, "config.json");
   FOLIO_ASSIGN_OR_RETURN(json j, read_json_file(path));
+  FOLIO_RETURN_IF_ERROR(apply_hf_overrides(j, overrides));
   FOLIO_ASSIGN_OR_RETURN(ModelConfig c, from_json(j, path));
   std::string gen_path = join_path(model_dir, "generation_config.json");
   if (!file_exists(gen_path)) return c;

@@ -19,12 +19,24 @@ enum class Architecture { kLlama, kMistral, kQwen2, kQwen3 };
 
 struct RopeConfig {
   double theta = 10000.0;
-  std::string type = "default";  // "default", "linear" or "llama3"
-  // linear (transformers' position interpolation: inv_freq / factor) and llama3 scaling.
+  std::string type = "default";  // "default", "linear", "llama3" or "yarn"
+  // linear (transformers' position interpolation: inv_freq / factor), llama3 and yarn scaling.
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
+  // llama3 (required) and yarn (default: the config's max_position_embeddings): the context
+  // the model was pretrained at, which sets the band of frequencies that scaling blends.
   int original_max_position_embeddings = 8192;
+  // yarn: frequencies that turn more than beta_fast times over the original context keep their
+  // value, those under beta_slow turns are divided by `factor`, and a linear ramp over the
+  // dimensions between blends the two; `truncate` rounds the band's ends outward to integers.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  // transformers' attention_scaling: cos and sin are multiplied by it, so every attention logit
+  // by its square (yarn: `attention_factor`, else 0.1 ln(factor) + 1, or the ratio of the two
+  // mscale terms when `mscale` and `mscale_all_dim` are both set; 1 for the other types).
+  double attention_factor = 1.0;
   // transformers keeps `inv_freq` as a buffer that is cast with the model: a checkpoint loaded
   // in bf16 rotates with bf16-rounded frequencies, and its outputs depend on it measurably
   // (~1e-3 relative logits on the fixtures). We follow transformers so outputs match the models'
@@ -67,17 +79,31 @@ struct ModelConfig {
 
   int q_size() const { return num_heads * head_dim; }
   int kv_size() const { return num_kv_heads * head_dim; }
+  // The longest sequence the model's positions reach, as vLLM derives it: max_position_embeddings,
+  // times `factor` under linear scaling, original_max_position_embeddings times `factor` under
+  // yarn (llama3's configs already give the extended length).
+  int rope_scaled_max_len() const;
   // The longest sequence (prompt + output) this model runs at as its reference does:
-  // max_position_embeddings, capped at sliding_window.
+  // rope_scaled_max_len(), capped at sliding_window.
   int max_context_len() const {
-    return sliding_window && *sliding_window < max_position_embeddings ? *sliding_window
-                                                                       : max_position_embeddings;
+    const int len = rope_scaled_max_len();
+    return sliding_window && *sliding_window < len ? *sliding_window : len;
   }
+  // The attention logits' scale: rope's attention_factor squared over sqrt(head_dim). Folding
+  // the factor here rather than into cos and sin is the same product up to rounding.
+  double softmax_scale() const;
 
   // Parses and validates a config.json object; `source` names the file in error messages.
   static Result<ModelConfig> from_json(const nlohmann::json& j, const std::string& source);
-  // Reads DIR/config.json and, if present, DIR/generation_config.json.
-  static Result<ModelConfig> load(const std::string& model_dir);
+  // Reads DIR/config.json (with `overrides` applied, see apply_hf_overrides) and, if present,
+  // DIR/generation_config.json.
+  static Result<ModelConfig> load(const std::string& model_dir,
+                                  const nlohmann::json& overrides = nlohmann::json::object());
 };
+
+// vLLM's --hf-overrides: each top-level key of the `overrides` object replaces config.json's
+// (PretrainedConfig.update: a nested object such as rope_scaling is replaced whole, and null
+// sets null). An error if `overrides` is not an object.
+Status apply_hf_overrides(nlohmann::json& config, const nlohmann::json& overrides);
 
 }  // namespace folio

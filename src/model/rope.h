@@ -1,5 +1,5 @@
-// Rotary embedding frequencies for a config: default (theta^(-2i/d)) or llama3 scaling, the
-// same values Hugging Face's rope init functions compute, in double precision.
+// Rotary embedding frequencies for a config: default (theta^(-2i/d)), linear, llama3 or yarn
+// scaling, the same values Hugging Face's rope init functions compute, in double precision.
 #pragma once
 
 #include <vector>

@@ -25,6 +25,10 @@ void add_engine_flags(CLI::App* c, EngineFlags& f) {
   c->add_option("--tokenizer", f.load.tokenizer_dir,
                 "folder of tokenizer.json, tokenizer_config.json and the chat template (default: "
                 "--model's)");
+  c->add_option("--hf-overrides", f.load.hf_overrides,
+                "JSON object whose keys replace config.json's, e.g. '{\"rope_scaling\": "
+                "{\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                "\"original_max_position_embeddings\": 32768}}'");
   c->add_option("--kv-cache-mode", f.kv_cache_mode, "paged (PagedAttention) | token (TokenAttention)")
       ->check(CLI::IsMember({"paged", "token"}));
   // No CLI11 check: parse_kv_cache_dtype gives the message (fp8_e5m2 is "not supported", not

@@ -1,8 +1,9 @@
 // CudaLlamaExecutor against the CPU reference executor on the same random bf16 checkpoint:
 // mixed steps (prefill chunks after cached context, whole prompts, decodes), partial blocks,
 // scattered block ids, copy-on-write copies and a swap out/in round trip, block sizes 1 and 16,
-// Llama (head_dim 128, MQA-like group 4), Qwen2 (bias, tied) and Qwen3 (q/k norm). Every step's
-// logits must agree within bf16 accuracy. The _fp8 cases run both executors with an fp8 KV cache
+// Llama (head_dim 128, MQA-like group 4), Qwen2 (bias, tied) and Qwen3 (q/k norm), and YaRN rope.
+// Every step's logits must agree within bf16 accuracy. The _fp8 cases run both executors with an
+// fp8 KV cache
 // (--kv-cache-dtype fp8): the GPU stores e4m3 bytes, dequantizes them for prefill steps and reads
 // them directly in decode steps; the CPU stores the same e4m3 values in fp32.
 #include <algorithm>
@@ -216,24 +217,35 @@ TinyModelSpec spec(const char* arch, int heads, int kv_heads, int head_dim, bool
   return s;
 }
 
+// YaRN over an original context of 64 positions: dimensions 0-8 ramp, the rest interpolate, and
+// every logit scales by 1.1386^2 (the kernels must take the executor's scale, not 1/sqrt(hd)).
+TinyModelSpec yarn(TinyModelSpec s) {
+  s.rope_scaling = {
+      {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}};
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, CudaVsCpu,
-    ::testing::Values(Case{"llama_hd128_bs16", spec("LlamaForCausalLM", 4, 1, 128, false), 16},
-                      Case{"llama_hd128_bs1", spec("LlamaForCausalLM", 4, 1, 128, false), 1},
-                      Case{"qwen2_bias_bs16", spec("Qwen2ForCausalLM", 4, 2, 64, true), 16},
-                      Case{"qwen3_qknorm_bs1", spec("Qwen3ForCausalLM", 8, 2, 64, false), 1},
-                      Case{"qwen3_qknorm_bs16", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16},
-                      Case{"llama_hd128_bs16_whole_mixed", spec("LlamaForCausalLM", 4, 1, 128, false),
-                           16, KvCacheDtype::kAuto, nullptr, 512, true},
-                      Case{"llama_hd128_bs16_fp8", spec("LlamaForCausalLM", 4, 1, 128, false), 16,
-                           KvCacheDtype::kFp8E4m3},
-                      Case{"llama_hd128_bs1_fp8", spec("LlamaForCausalLM", 4, 1, 128, false), 1,
-                           KvCacheDtype::kFp8E4m3},
-                      // Scratch of 64 tokens (4 blocks): step 1 runs as groups {s0}, {s1, s2}.
-                      Case{"llama_hd128_bs16_fp8_groups", spec("LlamaForCausalLM", 4, 1, 128, false),
-                           16, KvCacheDtype::kFp8E4m3, "1", 64},
-                      Case{"qwen3_qknorm_bs16_fp8", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16,
-                           KvCacheDtype::kFp8E4m3}),
+    ::testing::Values(
+        Case{"llama_hd128_bs16", spec("LlamaForCausalLM", 4, 1, 128, false), 16},
+        Case{"llama_hd128_bs1", spec("LlamaForCausalLM", 4, 1, 128, false), 1},
+        Case{"qwen2_bias_bs16", spec("Qwen2ForCausalLM", 4, 2, 64, true), 16},
+        Case{"qwen3_qknorm_bs1", spec("Qwen3ForCausalLM", 8, 2, 64, false), 1},
+        Case{"qwen3_qknorm_bs16", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16},
+        Case{"llama_hd128_bs16_whole_mixed", spec("LlamaForCausalLM", 4, 1, 128, false), 16,
+             KvCacheDtype::kAuto, nullptr, 512, true},
+        Case{"llama_hd128_bs16_fp8", spec("LlamaForCausalLM", 4, 1, 128, false), 16,
+             KvCacheDtype::kFp8E4m3},
+        Case{"llama_hd128_bs1_fp8", spec("LlamaForCausalLM", 4, 1, 128, false), 1,
+             KvCacheDtype::kFp8E4m3},
+        // Scratch of 64 tokens (4 blocks): step 1 runs as groups {s0}, {s1, s2}.
+        Case{"llama_hd128_bs16_fp8_groups", spec("LlamaForCausalLM", 4, 1, 128, false), 16,
+             KvCacheDtype::kFp8E4m3, "1", 64},
+        Case{"qwen3_qknorm_bs16_fp8", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16,
+             KvCacheDtype::kFp8E4m3},
+        Case{"llama_hd128_yarn_bs16", yarn(spec("LlamaForCausalLM", 4, 1, 128, false)), 16},
+        Case{"qwen3_yarn_bs1", yarn(spec("Qwen3ForCausalLM", 8, 2, 64, false)), 1}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 // A batch-1 alternative switched on by `env_var`=1 (read when the executor is created) against
