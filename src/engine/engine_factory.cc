@@ -141,35 +141,21 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(const LoadOptions& o, const
 
 // --max-model-len: unset, the longest the model runs at as its reference does (ModelConfig::
 // max_context_len: max_position_embeddings, extended by linear or yarn rope scaling as vLLM
-// derives it); set, at most that. A sliding-window model is capped at its window, since folio's
-// attention does not slide (vLLM's --disable-sliding-window does the same).
+// derives it); set, at most that.
 Status resolve_max_model_len(const ModelConfig& model, int& max_len) {
   const int limit = model.max_context_len();
-  const int positions = model.rope_scaled_max_len();
-  const bool capped = limit < positions;
   if (max_len <= 0) {
     max_len = limit;
-    if (capped)
-      log_info("max_model_len " + std::to_string(limit) + ": the model's sliding_window (its " +
-               "positions reach " + std::to_string(positions) +
-               "); folio's attention does not slide, and up to the window it is the model's");
     return Status();
   }
-  if (max_len > positions) {
+  if (max_len > limit) {
     std::string why = "max_position_embeddings " + std::to_string(model.max_position_embeddings);
-    if (positions != model.max_position_embeddings)
-      why = "length " + std::to_string(positions) + " (" + model.rope.type + " rope scaling by " +
+    if (limit != model.max_position_embeddings)
+      why = "length " + std::to_string(limit) + " (" + model.rope.type + " rope scaling by " +
             format_number(model.rope.factor) + ")";
     return invalid_argument("--max-model-len " + std::to_string(max_len) + " exceeds the model's " +
                             why);
   }
-  if (max_len > limit)
-    return invalid_argument(
-        "--max-model-len " + std::to_string(max_len) + " exceeds the model's sliding_window " +
-        std::to_string(limit) +
-        ": folio does not implement sliding-window attention, so longer sequences would not be "
-        "the model's (use at most " +
-        std::to_string(limit) + ")");
   return Status();
 }
 
@@ -194,6 +180,10 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
   ModelConfig model = *cfg;
   int& max_len = config.sched.max_model_len;
   FOLIO_RETURN_IF_ERROR(resolve_max_model_len(model, max_len));
+  if (model.sliding_window && max_len > *model.sliding_window)
+    log_info("sliding-window attention: window " + std::to_string(*model.sliding_window) + " on " +
+             (model.sliding_layers.empty() ? std::string("every layer") : "some layers") +
+             " (on a GPU, attention then runs on the v2 kernels)");
   // A model folder without tokenizer.json runs on token ids; a --tokenizer folder must have one.
   std::shared_ptr<const Tokenizer> tokenizer;
   const std::string& tok_dir = o.tokenizer_source();

@@ -103,6 +103,7 @@ void CpuLlamaExecutor::attention_block(int l, const ForwardBatch& b, std::vector
   args.context_lens = b.context_lens.data();
   args.block_table_start = b.block_table_start.data();
   args.block_table = b.block_table.data();
+  args.sliding_window = config_.layer_window(l);
   attn_.resize(static_cast<size_t>(T) * q_size);
   cpu::paged_attention(args, q_.data(), k_cache_[l].data(), v_cache_[l].data(), attn_.data());
   proj_.resize(static_cast<size_t>(T) * H);

@@ -91,7 +91,8 @@ Status CudaLlamaExecutor::Impl::plan_cascade_step(const ForwardBatch& b) {
                    (!kv_fp8() || cascade_wide);
   }
   cascade_on = false;
-  if (cascade_mode != 1 || b.num_seqs() < 2) return Status();
+  // The cascade kernels attend over whole prefixes: a binding window keeps the plain kernels.
+  if (cascade_mode != 1 || b.num_seqs() < 2 || binding_window()) return Status();
   if (!rows_may_share(b.context_lens, b.block_table_start, b.block_table, kv.block_size))
     return Status();
   const CascadeOptions options = cascade_options();

@@ -190,6 +190,7 @@ Status CudaLlamaExecutor::Impl::layer(int l, StepShape sh, const StepArrays& d, 
   p.head_dim = hd;
   p.block_size = kv.block_size;
   p.scale = static_cast<float>(config.softmax_scale());
+  p.sliding_window = attention_window(l);
   p.q = q.data();
   p.k_cache = c.k[l];
   p.v_cache = c.v[l];

@@ -3,6 +3,7 @@
 // uploads, kernels and the logits copy are ordered without events.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <span>
@@ -235,15 +236,35 @@ struct CudaLlamaExecutor::Impl {
   cuda::DecodeCacheFormat decode_cache_format() const {
     return {kv.block_size, kv_fp8(), info.peak_memory_gbps};
   }
+  // The window that binds: the model's sliding_window where sequences can outgrow it (below it,
+  // windowed attention is the whole context, and every kernel serves it); else 0.
+  int binding_window() const {
+    return config.sliding_window && max_model_len > *config.sliding_window ? *config.sliding_window
+                                                                           : 0;
+  }
+  int attention_window(int layer) const {
+    return binding_window() ? config.layer_window(layer) : 0;
+  }
+  // A binding window runs decode on kernel v2 (token-granular partitions from the window's
+  // start); its sequences attend to at most the window, which is what the plans then cover.
+  cuda::DecodeKernel decode_kernel() const {
+    return binding_window() ? cuda::DecodeKernel::kV2 : cuda::DecodeKernel::kDefault;
+  }
   Result<cuda::DecodePlan> plan_decode(std::span<const int32_t> lens) const {
+    std::vector<int32_t> windowed;
+    if (const int w = binding_window()) {
+      windowed.assign(lens.begin(), lens.end());
+      for (int32_t& len : windowed) len = std::min(len, w);
+      lens = windowed;
+    }
     return cuda::plan_decode_attention(lens, config.num_heads, config.num_kv_heads, config.head_dim,
-                                       info.num_sms, 0, cuda::DecodeKernel::kDefault,
-                                       decode_cache_format());
+                                       info.num_sms, 0, decode_kernel(), decode_cache_format());
   }
   Result<cuda::DecodePlan> plan_decode_bounded(int num_seqs) const {
-    return cuda::plan_decode_attention_bounded(
-        num_seqs, max_model_len, config.num_heads, config.num_kv_heads, config.head_dim,
-        info.num_sms, 0, cuda::DecodeKernel::kDefault, decode_cache_format());
+    const int w = binding_window();
+    return cuda::plan_decode_attention_bounded(num_seqs, w ? w : max_model_len, config.num_heads,
+                                               config.num_kv_heads, config.head_dim, info.num_sms,
+                                               0, decode_kernel(), decode_cache_format());
   }
   bool split_mixed = false;
   std::vector<StepGroup> step_groups;   // the current step's

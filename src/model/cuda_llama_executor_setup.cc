@@ -148,13 +148,13 @@ Status load_and_allocate(CudaLlamaExecutor::Impl& m, const Checkpoint* ck, int m
   FOLIO_RETURN_IF_ERROR(cuda::copy(m.inv_freq.data(), f32.data(), f32.size() * sizeof(float)));
   const int tokens = std::min(m.options.max_num_batched_tokens, m.options.max_num_seqs * max_len);
   FOLIO_RETURN_IF_ERROR(m.reserve_activations(tokens));
+  m.max_model_len = max_len;  // before planning: a sliding window binds only past it
   // Decode workspace for max_num_seqs (and for one) sequences of max_model_len.
   for (int seqs : {m.options.max_num_seqs, 1}) {
     std::vector<int32_t> lens(seqs, max_len);
     FOLIO_ASSIGN_OR_RETURN(auto plan, m.plan_decode(lens));
     FOLIO_RETURN_IF_ERROR(ensure_device(m.attn_workspace, plan.workspace_bytes));
   }
-  m.max_model_len = max_len;
   FOLIO_RETURN_IF_ERROR(m.reserve_step_attention(max_len));
   return m.init_graphs();  // before the profiling forward, so the KV budget sees its buffers
 }

@@ -167,10 +167,13 @@ Status parse_sliding_window(const json& j, const std::string& src, ModelConfig& 
   // "sliding_attention" or, without that list, the layers from max_window_layers (default 28) on.
   auto use = j.find("use_sliding_window");
   if (use == j.end() || !use->is_boolean() || !use->get<bool>()) return Status();
-  bool slides = false;
+  std::vector<bool> layers(c.num_layers, false);
   if (auto types = j.find("layer_types"); types != j.end() && types->is_array()) {
-    for (const json& t : *types)
-      slides |= t.is_string() && t.get<std::string>() == "sliding_attention";
+    if (types->size() != static_cast<size_t>(c.num_layers))
+      return invalid_argument(src + ": layer_types has " + std::to_string(types->size()) +
+                              " entries for " + std::to_string(c.num_layers) + " layers");
+    for (size_t l = 0; l < types->size(); ++l)
+      layers[l] = (*types)[l].is_string() && (*types)[l].get<std::string>() == "sliding_attention";
   } else {
     int64_t max_window_layers = 28;
     if (auto m = j.find("max_window_layers"); m != j.end() && !m->is_null()) {
@@ -179,8 +182,11 @@ Status parse_sliding_window(const json& j, const std::string& src, ModelConfig& 
                                 ": field \"max_window_layers\" must be a non-negative integer");
       max_window_layers = m->get<int64_t>();
     }
-    slides = max_window_layers < c.num_layers;
+    for (int l = 0; l < c.num_layers; ++l) layers[l] = l >= max_window_layers;
   }
+  const bool slides = std::find(layers.begin(), layers.end(), true) != layers.end();
+  if (slides && std::find(layers.begin(), layers.end(), false) != layers.end())
+    c.sliding_layers = std::move(layers);
   if (slides) c.sliding_window = window;
   return Status();
 }
@@ -262,6 +268,12 @@ int ModelConfig::rope_scaled_max_len() const {
   if (rope.type == "linear") len *= rope.factor;
   if (rope.type == "yarn") len = rope.original_max_position_embeddings * rope.factor;
   return len >= double{1 << 30} ? 1 << 30 : std::max(1, static_cast<int>(len));
+}
+
+int ModelConfig::layer_window(int layer) const {
+  if (!sliding_window) return 0;
+  if (!sliding_layers.empty() && !sliding_layers[layer]) return 0;
+  return *sliding_window;
 }
 
 double ModelConfig::softmax_scale() const {

@@ -71,9 +71,10 @@ struct ModelConfig {
   // position i attend to positions (i - N, i] only. Read as transformers reads it: Mistral's
   // `sliding_window` (4096 when the key is absent, none when null); Qwen2/3's only with
   // `use_sliding_window` and a layer past `max_window_layers` (or a "sliding_attention" entry of
-  // `layer_types`); never Llama's. folio attends over the whole context, which is the same
-  // computation up to N tokens, so max_context_len() stops there (vLLM's --disable-sliding-window).
+  // `layer_types`); never Llama's.
   std::optional<int> sliding_window;
+  // Which layers slide it, by index, where only some do (Qwen2/3); empty: every layer.
+  std::vector<bool> sliding_layers;
   RopeConfig rope;
   GenerationDefaults generation;
 
@@ -83,12 +84,10 @@ struct ModelConfig {
   // times `factor` under linear scaling, original_max_position_embeddings times `factor` under
   // yarn (llama3's configs already give the extended length).
   int rope_scaled_max_len() const;
-  // The longest sequence (prompt + output) this model runs at as its reference does:
-  // rope_scaled_max_len(), capped at sliding_window.
-  int max_context_len() const {
-    const int len = rope_scaled_max_len();
-    return sliding_window && *sliding_window < len ? *sliding_window : len;
-  }
+  // The longest sequence (prompt + output) this model runs at as its reference does.
+  int max_context_len() const { return rope_scaled_max_len(); }
+  // Layer `layer`'s attention window: sliding_window where that layer slides, else 0 (none).
+  int layer_window(int layer) const;
   // The attention logits' scale: rope's attention_factor squared over sqrt(head_dim). Folding
   // the factor here rather than into cos and sin is the same product up to rounding.
   double softmax_scale() const;

@@ -31,6 +31,7 @@ struct AttentionProblem {
   DevTensor dq, dk, dv, dout;             // dk, dv: 16-bit caches only
   DevBytes dk8, dv8;                      // fp8 caches only
   DeviceBuffer d_query_start, d_context_lens, d_bts, d_bt;
+  int sliding_window = 0;  // set_sliding_window: the reference and params() take it
 
   AttentionProblem(DType dtype, int heads, int kv_heads, int hd, int bs,
                    const std::vector<SeqSpec>& seqs, std::mt19937& rng,
@@ -79,6 +80,12 @@ struct AttentionProblem {
   }
 
   bool fp8() const { return kv_dtype == KvCacheDtype::kFp8E4m3; }
+
+  // Every query row attends to the last `w` keys up to its position (0: all); recomputes ref.
+  void set_sliding_window(int w) {
+    sliding_window = w;
+    cpu::paged_attention(cpu_args(), q.data(), k_cache.data(), v_cache.data(), ref.data());
+  }
   float scale() const { return 1.f / std::sqrt(static_cast<float>(head_dim)); }
 
   void upload_caches() {
@@ -125,6 +132,7 @@ struct AttentionProblem {
     a.context_lens = context_lens.data();
     a.block_table_start = block_table_start.data();
     a.block_table = block_table.data();
+    a.sliding_window = sliding_window;
     return a;
   }
 
@@ -146,6 +154,7 @@ struct AttentionProblem {
     p.context_lens = d_context_lens.as<int32_t>();
     p.block_table_start = d_bts.as<int32_t>();
     p.block_table = d_bt.as<int32_t>();
+    p.sliding_window = sliding_window;
     return p;
   }
 

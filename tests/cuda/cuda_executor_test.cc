@@ -1,11 +1,11 @@
 // CudaLlamaExecutor against the CPU reference executor on the same random bf16 checkpoint:
 // mixed steps (prefill chunks after cached context, whole prompts, decodes), partial blocks,
 // scattered block ids, copy-on-write copies and a swap out/in round trip, block sizes 1 and 16,
-// Llama (head_dim 128, MQA-like group 4), Qwen2 (bias, tied) and Qwen3 (q/k norm), and YaRN rope.
+// Llama (head_dim 128, MQA-like group 4), Qwen2 (bias, tied) and Qwen3 (q/k norm), YaRN rope,
+// and sliding windows (Mistral's on every layer, Qwen2's on some).
 // Every step's logits must agree within bf16 accuracy. The _fp8 cases run both executors with an
-// fp8 KV cache
-// (--kv-cache-dtype fp8): the GPU stores e4m3 bytes, dequantizes them for prefill steps and reads
-// them directly in decode steps; the CPU stores the same e4m3 values in fp32.
+// fp8 KV cache (--kv-cache-dtype fp8): the GPU stores e4m3 bytes, dequantizes them for prefill
+// steps and reads them directly in decode steps; the CPU stores the same e4m3 values in fp32.
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -220,8 +220,19 @@ TinyModelSpec spec(const char* arch, int heads, int kv_heads, int head_dim, bool
 // YaRN over an original context of 64 positions: dimensions 0-8 ramp, the rest interpolate, and
 // every logit scales by 1.1386^2 (the kernels must take the executor's scale, not 1/sqrt(hd)).
 TinyModelSpec yarn(TinyModelSpec s) {
-  s.rope_scaling = {
+  s.config_keys["rope_scaling"] = {
       {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}};
+  return s;
+}
+
+// A window of 24 (max_model_len 512 past it: the executor runs the windowed kernels): the step
+// sequence's contexts of 37-52 tokens outgrow it, those of 5-22 do not. Qwen2 slides layer 1 only.
+TinyModelSpec windowed(TinyModelSpec s) {
+  s.config_keys["sliding_window"] = 24;
+  if (s.architecture == "Qwen2ForCausalLM") {
+    s.config_keys["use_sliding_window"] = true;
+    s.config_keys["max_window_layers"] = 1;
+  }
   return s;
 }
 
@@ -245,7 +256,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"qwen3_qknorm_bs16_fp8", spec("Qwen3ForCausalLM", 8, 2, 64, false), 16,
              KvCacheDtype::kFp8E4m3},
         Case{"llama_hd128_yarn_bs16", yarn(spec("LlamaForCausalLM", 4, 1, 128, false)), 16},
-        Case{"qwen3_yarn_bs1", yarn(spec("Qwen3ForCausalLM", 8, 2, 64, false)), 1}),
+        Case{"qwen3_yarn_bs1", yarn(spec("Qwen3ForCausalLM", 8, 2, 64, false)), 1},
+        Case{"mistral_window_bs16", windowed(spec("MistralForCausalLM", 4, 1, 128, false)), 16},
+        Case{"mistral_window_bs1", windowed(spec("MistralForCausalLM", 4, 1, 128, false)), 1},
+        Case{"mistral_window_bs16_fp8", windowed(spec("MistralForCausalLM", 4, 1, 128, false)), 16,
+             KvCacheDtype::kFp8E4m3},
+        Case{"qwen2_window_layer1_bs16", windowed(spec("Qwen2ForCausalLM", 4, 2, 64, true)), 16}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 // A batch-1 alternative switched on by `env_var`=1 (read when the executor is created) against

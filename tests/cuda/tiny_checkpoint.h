@@ -23,7 +23,8 @@ struct TinyModelSpec {
   int vocab = 384, hidden = 256, inter = 512, layers = 2, heads = 4, kv_heads = 2, head_dim = 64;
   bool tied = false;
   uint32_t seed = 1;
-  nlohmann::json rope_scaling;  // config.json's rope_scaling, when not null
+  nlohmann::json config_keys =
+      nlohmann::json::object();  // more config.json keys (rope_scaling, ...)
 };
 
 inline uint16_t bf16_bits(float f) {  // round to nearest even
@@ -50,7 +51,7 @@ inline std::string write_tiny_checkpoint(const TinyModelSpec& s) {
                         {"rope_theta", 10000.0},
                         {"tie_word_embeddings", s.tied},
                         {"torch_dtype", "bfloat16"}};
-  if (!s.rope_scaling.is_null()) cfg["rope_scaling"] = s.rope_scaling;
+  for (const auto& [key, value] : s.config_keys.items()) cfg[key] = value;
   std::ofstream(dir + "/config.json") << cfg.dump(2);
 
   std::mt19937 rng(s.seed);

@@ -76,7 +76,8 @@ TEST(ModelConfig, QwenFlags) {
   EXPECT_EQ(q3->head_dim, 64);
 }
 
-// ModelConfig::sliding_window as transformers derives it, and max_context_len() capped by it.
+// ModelConfig::sliding_window as transformers derives it, and the layers it applies to
+// (layer_window); the model's length stays its own.
 TEST(ModelConfig, SlidingWindowAsTransformersReadsIt) {
   json base = *read_json_file(kFixture + "/config.json");  // a Llama: never slides
   base["max_position_embeddings"] = 32768;
@@ -91,26 +92,36 @@ TEST(ModelConfig, SlidingWindowAsTransformersReadsIt) {
   json mistral = base;
   mistral["architectures"] = {"MistralForCausalLM"};
   EXPECT_EQ(window(mistral), 4096);
-  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->max_context_len(), 4096);
+  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->max_context_len(), 32768);
+  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->layer_window(0), 4096);
+  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->layer_window(1), 4096);
   mistral["sliding_window"] = nullptr;  // Mistral-7B-v0.2 and later
   EXPECT_EQ(window(mistral), std::nullopt);
   EXPECT_EQ(ModelConfig::from_json(mistral, "x")->max_context_len(), 32768);
   mistral.erase("sliding_window");  // MistralConfig's default
   EXPECT_EQ(window(mistral), 4096);
-  mistral["sliding_window"] = 65536;  // wider than the positions: no cap
-  EXPECT_EQ(ModelConfig::from_json(mistral, "x")->max_context_len(), 32768);
 
-  json qwen = base;  // 2 layers
+  json qwen = base;  // 3 layers
   qwen["architectures"] = {"Qwen2ForCausalLM"};
   EXPECT_EQ(window(qwen), std::nullopt);  // use_sliding_window absent: false
   qwen["use_sliding_window"] = true;
-  EXPECT_EQ(window(qwen), std::nullopt);  // max_window_layers 28 (default) >= 2 layers
+  EXPECT_EQ(window(qwen), std::nullopt);  // max_window_layers 28 (default) >= 3 layers
   qwen["max_window_layers"] = 1;
   EXPECT_EQ(window(qwen), 4096);
-  qwen["layer_types"] = {"full_attention", "full_attention"};  // the list decides
+  EXPECT_EQ(ModelConfig::from_json(qwen, "x")->layer_window(0), 0);  // below max_window_layers
+  EXPECT_EQ(ModelConfig::from_json(qwen, "x")->layer_window(1), 4096);
+  qwen["max_window_layers"] = 0;
+  EXPECT_EQ(ModelConfig::from_json(qwen, "x")->layer_window(0), 4096);
+  qwen["max_window_layers"] = 1;
+  qwen["layer_types"] = {"full_attention", "full_attention", "full_attention"};  // the list decides
   EXPECT_EQ(window(qwen), std::nullopt);
-  qwen["layer_types"] = {"full_attention", "sliding_attention"};
+  qwen["layer_types"] = {"sliding_attention", "full_attention", "full_attention"};
   EXPECT_EQ(window(qwen), 4096);
+  EXPECT_EQ(ModelConfig::from_json(qwen, "x")->layer_window(0), 4096);
+  EXPECT_EQ(ModelConfig::from_json(qwen, "x")->layer_window(1), 0);
+  qwen["layer_types"] = {"sliding_attention"};  // one entry for three layers
+  EXPECT_FALSE(ModelConfig::from_json(qwen, "x").ok());
+  qwen["layer_types"] = {"full_attention", "full_attention", "sliding_attention"};
   qwen["use_sliding_window"] = false;
   EXPECT_EQ(window(qwen), std::nullopt);
   qwen["architectures"] = {"Qwen3ForCausalLM"};

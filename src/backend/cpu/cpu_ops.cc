@@ -123,9 +123,10 @@ void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k
       const int kv_head = h / group;
       const int32_t* table = a.block_table + a.block_table_start[s];
       const float* qv = q + (static_cast<size_t>(t) * a.num_heads + h) * a.head_dim;
+      const int first = a.sliding_window > 0 ? std::max(0, pos - a.sliding_window + 1) : 0;
       scores.resize(pos + 1);
       float max_score = -INFINITY;
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = first; j <= pos; ++j) {
         int64_t slot =
             static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
         const float* kv = k_cache + slot * kv_width + kv_head * a.head_dim;
@@ -135,12 +136,12 @@ void paged_attention(const PagedAttentionArgs& a, const float* q, const float* k
         max_score = std::max(max_score, scores[j]);
       }
       double denom = 0;
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = first; j <= pos; ++j) {
         scores[j] = std::exp(scores[j] - max_score);
         denom += scores[j];
       }
       acc.assign(a.head_dim, 0.0);
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = first; j <= pos; ++j) {
         int64_t slot =
             static_cast<int64_t>(table[j / a.block_size]) * a.block_size + j % a.block_size;
         const float* vv = v_cache + slot * kv_width + kv_head * a.head_dim;

@@ -53,10 +53,11 @@ struct PagedAttentionArgs {
   const int32_t* context_lens = nullptr;       // [num_seqs]
   const int32_t* block_table_start = nullptr;  // [num_seqs + 1]
   const int32_t* block_table = nullptr;
+  int sliding_window = 0;  // > 0: position p attends to (p - sliding_window, p] only
 };
 // q: [num_tokens, num_heads, head_dim]; out: same shape. Query token i of sequence s (in
 // [query_start[s], query_start[s+1])) sits at position context_len - q_len + (i - start) and
-// attends to positions [0, that position].
+// attends to positions [0, that position] (the last sliding_window of them, where set).
 void paged_attention(const PagedAttentionArgs& args, const float* q, const float* k_cache,
                      const float* v_cache, float* out);
 

@@ -36,6 +36,10 @@ struct PagedAttentionParams {
   int head_dim = 0;               // a multiple of 8 in [8, 256]
   int block_size = 0;             // any >= 1; 1 is token mode
   float scale = 0.f;              // usually 1 / sqrt(head_dim)
+  // > 0: the query at position p attends to keys (p - sliding_window, p] only (Mistral-7B-v0.1,
+  // Qwen2/3 with use_sliding_window). Decode runs it on kernel v2 (an fp8 cache's v2 too),
+  // prefill on v2 whatever the plan says (prefill_attention.h).
+  int sliding_window = 0;
   const void* q = nullptr;        // [num_tokens, num_heads, head_dim]
   const void* k_cache = nullptr;  // [num_slots, num_kv_heads, head_dim]
   const void* v_cache = nullptr;  // same layout as k_cache

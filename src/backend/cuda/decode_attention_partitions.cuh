@@ -31,6 +31,7 @@ struct V2Args : PagedPointers<T> {  // k_cache / v_cache point at C elements
   int refine_partitions;  // DecodePlan::refine_partitions
   const int32_t* step_partition;  // DecodePlan::step_split: PagedAttentionParams's; else null
   float scale_log2;       // scale * log2(e)
+  int window;             // PagedAttentionParams::sliding_window (v2 only; 0: none)
   int early;              // pdl_early_reads(): tc and the merge read metadata before pdl_wait
   int l2_ahead;           // tc's register forms: K/V prefetched into L2 this many warp steps
                           // ahead (0: none; 1 is the register buffer's own chunk, so >= 2)
@@ -59,6 +60,12 @@ template <typename T>
 __device__ __forceinline__ int sequence_partitions(const V2Args<T>& a, int ctx, int P) {
   return min(max(1, (ctx + P - 1) / P), a.max_partitions);
 }
+// The first key a sequence of `ctx` tokens attends to: under a sliding window the last `window`
+// keys only, so partitions split [window_start, ctx) as they would a context of that length.
+template <typename T>
+__device__ __forceinline__ int window_start(const V2Args<T>& a, int ctx) {
+  return a.window > 0 ? max(0, ctx - a.window) : 0;
+}
 
 // The kernel arguments for `p` under `plan`, blocks of `head_chunk` q heads (of each GQA group).
 template <typename T>
@@ -80,13 +87,15 @@ V2Args<T> make_v2_args(const PagedAttentionParams& p, const DecodePlan& plan,
   a.early = pdl_early_reads() ? 1 : 0;
   a.qkv_post = p.qkv_post;
   a.scale_log2 = p.scale * kLog2e;
+  a.window = p.sliding_window;
   return a;
 }
 
 // One block's share of the grid (num_kv_heads * num_chunks, num_seqs, max_partitions) with
 // `gc` q heads per head chunk: its KV head, sequence, partition (tokens [start, start + n) of
-// the context) and q heads h0 .. h0 + gcount - 1. False when the partition lies past the
-// sequence's context, which comes from device memory (CUDA-graph plans run past short ones).
+// the context, from window_start on) and q heads h0 .. h0 + gcount - 1. False when the partition
+// lies past the sequence's context, which comes from device memory (CUDA-graph plans run past short
+// ones).
 struct DecodeBlockSpan {
   int kvh, s, part, nparts, start, n, gcount, h0, row;
   const int32_t* table;  // the sequence's block table
@@ -99,10 +108,11 @@ __device__ __forceinline__ bool decode_block_span(const V2Args<T>& a, int gc,
   b.s = blockIdx.y;
   b.part = blockIdx.z;
   const int ctx = a.context_lens[b.s];
-  const int P = sequence_partition_size(a, ctx);
-  b.nparts = sequence_partitions(a, ctx, P);
+  const int first = window_start(a, ctx), len = ctx - first;
+  const int P = sequence_partition_size(a, len);
+  b.nparts = sequence_partitions(a, len, P);
   if (b.part >= b.nparts) return false;
-  b.start = b.part * P;
+  b.start = first + b.part * P;
   b.n = max(0, min(ctx - b.start, P));
   const int G = a.num_heads / a.num_kv_heads;
   b.gcount = min(gc, G - chunk * gc);
@@ -154,7 +164,8 @@ __global__ void decode_v2_merge_kernel(V2Args<T> a) {
   if (!a.early) pdl_wait();  // FOLIO_PDL_EARLY=0: everything after the wait
   const int h = blockIdx.x, s = blockIdx.y;
   const int D = a.head_dim, ctx = a.context_lens[s];  // the host's upload: read before the wait
-  const int nparts = sequence_partitions(a, ctx, sequence_partition_size(a, ctx));
+  const int len = ctx - window_start(a, ctx);
+  const int nparts = sequence_partitions(a, len, sequence_partition_size(a, len));
   pdl_wait();  // pdl.cuh: the partials come from the previous kernel
   pdl_launch_dependents();
   if (nparts <= 1) return;  // the main kernel wrote the output

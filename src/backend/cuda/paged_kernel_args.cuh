@@ -41,6 +41,7 @@ struct PrefillArgs : PagedPointers<T> {
   int num_heads, num_kv_heads, head_dim, block_size, row_tiles;
   int block_shift;   // log2(block_size) when it is a power of two, else -1 (divide)
   float scale_log2;  // scale * log2(e): the softmax runs in base 2
+  int window;        // PagedAttentionParams::sliding_window (v2 only; 0: none)
   // The per-item divisions by launch constants (fast_divmod.h): by the query group G (a row r of
   // a KV head's rows is token r / G, q head r % G of the group), by num_kv_heads, and by the work
   // items of one row tile (num_seqs x num_kv_heads; v3tma_ring::take_item).
@@ -62,6 +63,7 @@ struct PrefillArgs : PagedPointers<T> {
     block_shift = (p.block_size & (p.block_size - 1)) == 0 ? __builtin_ctz(p.block_size) : -1;
     row_tiles = tiles;
     scale_log2 = p.scale * 1.4426950408889634f;
+    window = p.sliding_window;
     group = p.num_heads / p.num_kv_heads;
     group_div = FastDivmod(group);
     kv_heads_div = FastDivmod(p.num_kv_heads);

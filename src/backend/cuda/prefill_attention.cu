@@ -119,6 +119,9 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
   if (p.num_seqs == 0 || plan.max_rows == 0) return Status();
   if (p.num_seqs > 65535 || p.num_kv_heads > 65535)
     return invalid_argument("prefill_attention: more than 65535 sequences or KV heads");
+  // Only v2 masks a sliding window (the band's lower edge); the plan is kernel-independent.
+  if (p.sliding_window < 0) return invalid_argument("prefill_attention: negative sliding_window");
+  if (p.sliding_window > 0) return prefill_detail::launch_v2(p, plan, 16, stream);
   switch (plan.kernel) {
     case PrefillKernel::kV1:
       return prefill_detail::launch_v1(p, plan, stream);

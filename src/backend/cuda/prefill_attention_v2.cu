@@ -8,7 +8,9 @@
 // block_size 1 works) into double-buffered shared memory with cp.async, so tile t + 1 loads while
 // tile t is computed. Causality: the block stops at the key tile holding its last row's
 // position; a warp skips tiles wholly above its rows and masks only tiles that cross its
-// diagonal.
+// diagonal. A sliding window W (row at position p sees keys (p - W, p]) is the same band from
+// below: the block starts at the tile of its first row's first key, a warp skips tiles wholly
+// below its rows' windows and masks the tiles that cross a window's start.
 //
 // head_dim D runs on the instantiation with the smallest padded width DP >= D (16, 32, 64, 80,
 // 96, 128, 256); columns [D, DP) of the shared tiles are zeroed once, contribute nothing to Q·K^T
@@ -69,6 +71,8 @@ __global__ void __launch_bounds__(kThreads, (Cfg<DP, MT>::kMinBlocks))
   const int last_pos = first_pos + last_row / G;
   const int kv_end = last_pos + 1;
   const int n_tiles = (kv_end + BN - 1) / BN;
+  const int W = a.window;  // > 0: key j is visible from position p iff p - W < j <= p
+  const int t_begin = W > 0 ? max(0, first_pos + r0 / G - W + 1) / BN : 0;
   const int32_t* const table = a.block_table + a.block_table_start[s];
   const int bs = a.block_size;
   const int64_t slot_stride = static_cast<int64_t>(a.num_kv_heads) * D;
@@ -106,8 +110,8 @@ __global__ void __launch_bounds__(kThreads, (Cfg<DP, MT>::kMinBlocks))
       cp_async_16(vd + r * LD + c, a.v_cache + off, ok);
     }
   };
-  load_kv(0, 0);
-  cp_async_commit();  // group 0: [Q and] tile 0
+  load_kv(t_begin, t_begin % 2);
+  cp_async_commit();  // group 0: [Q and] the first tile
 
   const int g = lane / 4, tq = lane % 4;
   const int wr0 = warp * 16 * MT;  // this warp's first row in the block
@@ -160,14 +164,15 @@ __global__ void __launch_bounds__(kThreads, (Cfg<DP, MT>::kMinBlocks))
   const int k_row = (lane % 8) + (lane / 16) * 8, k_col = ((lane / 8) % 2) * 8;
   const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
 
-  for (int t = 0; t < n_tiles; ++t) {
+  for (int t = t_begin; t < n_tiles; ++t) {
     // Stage (t + 1) % 2 was last read in iteration t - 1, which ended with a barrier.
     if (t + 1 < n_tiles) load_kv(t + 1, (t + 1) % 2);
     cp_async_commit();   // possibly empty: keeps the group count uniform
     cp_async_wait<1>();  // everything but tile t + 1 has landed
     __syncthreads();
     const int kt = t * BN;
-    if (warp_live && kt <= warp_max_pos) {  // warp-uniform: a key of the tile is visible
+    const bool below_windows = W > 0 && kt + BN - 1 <= warp_min_pos - W;
+    if (warp_live && kt <= warp_max_pos && !below_windows) {  // warp-uniform: a key is visible
       const T* const ks = k_s + (t % 2) * BN * LD;
       const T* const vs = v_s + (t % 2) * BN * LD;
       // S[MT x 16][BN] = Q · K^T
@@ -202,18 +207,21 @@ __global__ void __launch_bounds__(kThreads, (Cfg<DP, MT>::kMinBlocks))
           }
         }
       }
-      // Causal mask, only on tiles crossing this warp's diagonal.
-      if (kt + BN - 1 > warp_min_pos) {
+      // Causal mask, only on tiles crossing this warp's diagonal (or a window's start).
+      if (kt + BN - 1 > warp_min_pos || (W > 0 && kt <= warp_max_pos - W)) {
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
           for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              if (kt + n * 8 + 2 * tq + (e & 1) > pos[i][e / 2]) sc[i][n][e] = -INFINITY;
+            for (int e = 0; e < 4; ++e) {
+              const int j = kt + n * 8 + 2 * tq + (e & 1), p = pos[i][e / 2];
+              if (j > p || (W > 0 && j <= p - W)) sc[i][n][e] = -INFINITY;
+            }
       }
-      // Online softmax in base 2. Tile 0 holds key 0, visible to every row, so m is finite
-      // from then on and exp2(-inf - m) = 0 covers the masked entries.
+      // Online softmax in base 2. Without a window tile 0 holds key 0, visible to every row, so
+      // m is finite from then on and exp2(-inf - m) = 0 covers the masked entries; a window can
+      // mask a row's whole tile, so a max still -inf subtracts 0 instead (no -inf - -inf).
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
 #pragma unroll
@@ -225,14 +233,15 @@ __global__ void __launch_bounds__(kThreads, (Cfg<DP, MT>::kMinBlocks))
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
           const float m_new = fmaxf(m[i][h], mx * a.scale_log2);
-          const float alpha = fast_exp2(m[i][h] - m_new);
+          const float m_sub = m_new == -INFINITY ? 0.f : m_new;
+          const float alpha = fast_exp2(m[i][h] - m_sub);
           m[i][h] = m_new;
           float sum = 0.f;
 #pragma unroll
           for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
             for (int e = 2 * h; e < 2 * h + 2; ++e) {
-              const float p = fast_exp2(fmaf(sc[i][n][e], a.scale_log2, -m_new));
+              const float p = fast_exp2(fmaf(sc[i][n][e], a.scale_log2, -m_sub));
               sc[i][n][e] = p;
               sum += p;
             }
