@@ -123,7 +123,13 @@ BandwidthFloor decode_bandwidth_floor(const ModelConfig& m, int batch, double me
   BandwidthFloor f;
   f.kv_dtype = kv;
   f.weight_bytes = static_cast<double>(decode_weight_params(m)) * dtype_bytes(m);
-  f.kv_bytes = batch * mean_context * static_cast<double>(kv_bytes_per_token(m, kv));
+  // A sliding layer reads at most its window of keys: its share of the tokens is capped there
+  // (min of the mean context, exact while every step's context lies on one side of the window).
+  double layer_tokens = 0;
+  for (int l = 0; l < m.num_layers; ++l)
+    layer_tokens +=
+        m.layer_window(l) > 0 ? std::min(mean_context, double(m.layer_window(l))) : mean_context;
+  f.kv_bytes = batch * layer_tokens / m.num_layers * static_cast<double>(kv_bytes_per_token(m, kv));
   f.bytes_per_step = f.weight_bytes + f.kv_bytes;
   f.floor_s = bandwidth_gbps > 0 ? f.bytes_per_step / (bandwidth_gbps * 1e9) : 0.0;
   return f;

@@ -15,8 +15,9 @@
 //
 // Beside the figure, the bandwidth floor of a decode step at batch B and mean context C:
 //   (weight bytes read + B * C * kv_bytes_per_token) / bandwidth
-// with the embedding table gathered, not read (docs/performance.md), C = N + M / 2. Weights count
-// at the model's dtype; K/V at 1 byte per element with --kv-cache-dtype fp8.
+// with the embedding table gathered, not read (docs/performance.md), C = N + M / 2 (a sliding
+// layer's C capped at its window). Weights count at the model's dtype; K/V at 1 byte per element
+// with --kv-cache-dtype fp8.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +67,7 @@ int64_t kv_bytes_per_token(const ModelConfig& m, KvCacheDtype kv = KvCacheDtype:
 struct BandwidthFloor {
   KvCacheDtype kv_dtype = KvCacheDtype::kAuto;  // the KV storage the floor assumes
   double weight_bytes = 0.0;
-  double kv_bytes = 0.0;        // batch * context * kv_bytes_per_token
+  double kv_bytes = 0.0;  // batch * context (windowed per layer) * kv_bytes_per_token
   double bytes_per_step = 0.0;
   double floor_s = 0.0;         // bytes_per_step / bandwidth
 };

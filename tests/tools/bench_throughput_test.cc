@@ -340,5 +340,36 @@ TEST(BenchLatency, Llama3_8bFloorMatchesPerformanceDoc) {
   EXPECT_EQ(latency_json(LatencyConfig{}, {}, fp8, 3000)["kv_cache_dtype"], "fp8_e4m3");
 }
 
+// A sliding window caps the keys a layer reads: Mistral-7B-v0.1's 4096 halves the KV bytes of an
+// 8192-token context, and leaves a 2048-token one whole; Qwen2 sliding half its layers reads 3/4.
+TEST(BenchLatency, TheFloorCountsAWindowsKeysOnly) {
+  nlohmann::json cfg = {{"architectures", {"MistralForCausalLM"}},
+                        {"hidden_size", 4096},
+                        {"intermediate_size", 14336},
+                        {"num_hidden_layers", 32},
+                        {"num_attention_heads", 32},
+                        {"num_key_value_heads", 8},
+                        {"vocab_size", 32000},
+                        {"max_position_embeddings", 32768},
+                        {"sliding_window", 4096},
+                        {"torch_dtype", "bfloat16"}};
+  auto windowed = ModelConfig::from_json(cfg, "mistral");
+  cfg["sliding_window"] = nullptr;
+  auto full = ModelConfig::from_json(cfg, "mistral");
+  ASSERT_TRUE(windowed.ok() && full.ok());
+  EXPECT_EQ(decode_bandwidth_floor(*windowed, 8, 8192.0, 3000).kv_bytes,
+            decode_bandwidth_floor(*full, 8, 8192.0, 3000).kv_bytes / 2);
+  EXPECT_EQ(decode_bandwidth_floor(*windowed, 8, 2048.0, 3000).kv_bytes,
+            decode_bandwidth_floor(*full, 8, 2048.0, 3000).kv_bytes);
+  cfg["architectures"] = {"Qwen2ForCausalLM"};
+  cfg["sliding_window"] = 4096;
+  cfg["use_sliding_window"] = true;
+  cfg["max_window_layers"] = 16;
+  auto half = ModelConfig::from_json(cfg, "qwen2");
+  ASSERT_TRUE(half.ok()) << half.status().to_string();
+  EXPECT_DOUBLE_EQ(decode_bandwidth_floor(*half, 8, 8192.0, 3000).kv_bytes,
+                   decode_bandwidth_floor(*full, 8, 8192.0, 3000).kv_bytes * 3 / 4);
+}
+
 }  // namespace
 }  // namespace folio::tools
