@@ -1,9 +1,9 @@
 // Sliding-window attention on the GPU against the CPU reference (cpu::paged_attention with the
 // same window): decode on kernel v2 (16-bit and fp8 caches, block sizes 16 and 1, plans over the
 // windowed lengths, over the whole lengths, and split into small partitions) and prefill, which
-// runs v2 whatever its plan says (chunks after cached context, rows whose windows skip whole key
-// tiles). A window wider than every context must give the unwindowed result, and a decode plan on
-// another kernel must be refused rather than attend wrongly.
+// runs v2x2 whatever its plan says, v2 where it says kV2 (chunks after cached context, rows whose
+// windows skip whole key tiles). A window wider than every context must give the unwindowed
+// result, and a decode plan on another kernel must be refused rather than attend wrongly.
 #include <gtest/gtest.h>
 
 #include <random>

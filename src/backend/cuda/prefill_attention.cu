@@ -119,9 +119,11 @@ Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan,
   if (p.num_seqs == 0 || plan.max_rows == 0) return Status();
   if (p.num_seqs > 65535 || p.num_kv_heads > 65535)
     return invalid_argument("prefill_attention: more than 65535 sequences or KV heads");
-  // Only v2 masks a sliding window (the band's lower edge); the plan is kernel-independent.
+  // Only v2 masks a sliding window (the band's lower edge); the plan is kernel-independent. 32
+  // rows per warp (v2x2: the faster form, K2 in NOTES.md) unless the plan asks for v2's 16.
   if (p.sliding_window < 0) return invalid_argument("prefill_attention: negative sliding_window");
-  if (p.sliding_window > 0) return prefill_detail::launch_v2(p, plan, 16, stream);
+  if (p.sliding_window > 0)
+    return prefill_detail::launch_v2(p, plan, plan.kernel == PrefillKernel::kV2 ? 16 : 32, stream);
   switch (plan.kernel) {
     case PrefillKernel::kV1:
       return prefill_detail::launch_v1(p, plan, stream);

@@ -84,8 +84,8 @@ struct PrefillPlan {
 Result<PrefillPlan> plan_prefill_attention(std::span<const int32_t> query_start, int num_heads,
                                            int num_kv_heads);
 
-// A sliding window (p.sliding_window > 0) runs on kernel v2 whatever plan.kernel says: only v2
-// masks the window's lower edge.
+// A sliding window (p.sliding_window > 0) runs on kernel v2x2 whatever plan.kernel says (v2 where
+// it says kV2): only v2 masks the window's lower edge.
 Status prefill_attention(const PagedAttentionParams& p, const PrefillPlan& plan, void* stream);
 
 }  // namespace folio::cuda
