@@ -95,11 +95,11 @@ Status parse_yarn(const json& p, const std::string& src, int max_position_embedd
     if (!it->is_boolean()) return invalid_argument(src + ": field \"truncate\" must be a boolean");
     rope.truncate = it->get<bool>();
   }
-  double given = 0, mscale = 0, mscale_all_dim = 0;
+  double given = std::nan(""), mscale = 0, mscale_all_dim = 0;  // NaN: attention_factor unset
   FOLIO_RETURN_IF_ERROR(read_double(p, "attention_factor", given, src));
   FOLIO_RETURN_IF_ERROR(read_double(p, "mscale", mscale, src));
   FOLIO_RETURN_IF_ERROR(read_double(p, "mscale_all_dim", mscale_all_dim, src));
-  if (p.contains("attention_factor") && !p["attention_factor"].is_null())
+  if (!std::isnan(given))
     rope.attention_factor = given;
   else if (mscale != 0 && mscale_all_dim != 0)
     rope.attention_factor =

@@ -30,13 +30,10 @@ Cache random_cache(int slots, uint32_t seed) {
   return c;
 }
 
-// Attention of one query row at position `pos` of a sequence whose keys 0..pos sit in
-// consecutive blocks 0, 1, ... of `cache`, with window `window` (0: none).
-std::vector<float> attend(const Cache& cache, const std::vector<float>& q, int pos, int window) {
-  const int blocks = pos / kBlock + 1;
-  std::vector<int32_t> table(blocks);
-  for (int i = 0; i < blocks; ++i) table[i] = i;
-  const int32_t query_start[] = {0, 1}, table_start[] = {0, blocks}, ctx[] = {pos + 1};
+// One sequence's args over block table `table`: query rows [query_start[0], query_start[1]),
+// the last at position ctx[0] - 1.
+cpu::PagedAttentionArgs one_sequence(const int32_t* query_start, const int32_t* table_start,
+                                     const int32_t* ctx, const int32_t* table, int window) {
   cpu::PagedAttentionArgs a;
   a.num_seqs = 1;
   a.num_heads = kHeads;
@@ -47,8 +44,20 @@ std::vector<float> attend(const Cache& cache, const std::vector<float>& q, int p
   a.query_start = query_start;
   a.context_lens = ctx;
   a.block_table_start = table_start;
-  a.block_table = table.data();
+  a.block_table = table;
   a.sliding_window = window;
+  return a;
+}
+
+// Attention of one query row at position `pos` of a sequence whose keys 0..pos sit in
+// consecutive blocks 0, 1, ... of `cache`, with window `window` (0: none).
+std::vector<float> attend(const Cache& cache, const std::vector<float>& q, int pos, int window) {
+  const int blocks = pos / kBlock + 1;
+  std::vector<int32_t> table(blocks);
+  for (int i = 0; i < blocks; ++i) table[i] = i;
+  const int32_t query_start[] = {0, 1}, table_start[] = {0, blocks}, ctx[] = {pos + 1};
+  const cpu::PagedAttentionArgs a =
+      one_sequence(query_start, table_start, ctx, table.data(), window);
   std::vector<float> out(q.size());
   cpu::paged_attention(a, q.data(), cache.k.data(), cache.v.data(), out.data());
   return out;
@@ -90,18 +99,8 @@ TEST(SlidingWindowAttention, PrefillRowsEachSeeTheirOwnWindow) {
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   const int32_t query_start[] = {0, q_len}, table_start[] = {0, static_cast<int32_t>(table.size())},
                 lens[] = {ctx};
-  cpu::PagedAttentionArgs a;
-  a.num_seqs = 1;
-  a.num_heads = kHeads;
-  a.num_kv_heads = kKvHeads;
-  a.head_dim = kHeadDim;
-  a.block_size = kBlock;
-  a.scale = 0.25f;
-  a.query_start = query_start;
-  a.context_lens = lens;
-  a.block_table_start = table_start;
-  a.block_table = table.data();
-  a.sliding_window = window;
+  const cpu::PagedAttentionArgs a =
+      one_sequence(query_start, table_start, lens, table.data(), window);
   std::vector<float> out(q.size());
   cpu::paged_attention(a, q.data(), cache.k.data(), cache.v.data(), out.data());
   const size_t row = kHeads * kHeadDim;

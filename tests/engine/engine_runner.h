@@ -45,4 +45,19 @@ inline std::unique_ptr<EngineCore> make_engine(const std::string& model, EngineC
   return std::move(*e);
 }
 
+// A CPU engine on dummy weights of the config at `config_path` (--model-config), with
+// --max-model-len `max_model_len` (0: the model's) and --hf-overrides `hf_overrides`.
+inline Result<std::unique_ptr<EngineCore>> load_dummy_engine(const std::string& config_path,
+                                                             int max_model_len = 0,
+                                                             const std::string& hf_overrides = "") {
+  EngineConfig c;
+  c.sched.max_model_len = max_model_len;
+  LoadOptions o;
+  o.device = "cpu";
+  o.load_format = "dummy";
+  o.model_config_file = config_path;
+  o.hf_overrides = hf_overrides;
+  return load_engine(o, c);
+}
+
 }  // namespace folio::testing

@@ -4,6 +4,7 @@
 // with a message that says what was wrong.
 #include <gtest/gtest.h>
 
+#include "dummy_configs.h"
 #include "engine/engine_factory.h"
 #include "engine_runner.h"
 #include "scratch_dir.h"
@@ -15,31 +16,15 @@ using nlohmann::json;
 
 // A tiny Qwen3 config (dummy weights) of 512 positions.
 std::string write_qwen3_config(const testing::ScratchDir& dir) {
-  json c = {{"architectures", {"Qwen3ForCausalLM"}},
-            {"hidden_size", 64},
-            {"head_dim", 16},
-            {"intermediate_size", 128},
-            {"num_hidden_layers", 2},
-            {"num_attention_heads", 4},
-            {"num_key_value_heads", 2},
-            {"vocab_size", 256},
-            {"max_position_embeddings", 512},
-            {"rms_norm_eps", 1e-6},
-            {"rope_theta", 1000000.0},
-            {"torch_dtype", "float32"}};
+  json c = testing::tiny_config("Qwen3ForCausalLM");
+  c["head_dim"] = 16;
+  c["rope_theta"] = 1000000.0;
   return dir.write("config.json", c.dump());
 }
 
 Result<std::unique_ptr<EngineCore>> load(const std::string& config_path,
                                          const std::string& overrides, int max_model_len = 0) {
-  EngineConfig c;
-  c.sched.max_model_len = max_model_len;
-  LoadOptions o;
-  o.device = "cpu";
-  o.load_format = "dummy";
-  o.model_config_file = config_path;
-  o.hf_overrides = overrides;
-  return load_engine(o, c);
+  return testing::load_dummy_engine(config_path, max_model_len, overrides);
 }
 
 const char* kYarn =

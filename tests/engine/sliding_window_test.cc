@@ -3,6 +3,7 @@
 // lies outside every layer's window cannot reach the output.
 #include <gtest/gtest.h>
 
+#include "dummy_configs.h"
 #include "engine/engine_factory.h"
 #include "engine_runner.h"
 #include "scratch_dir.h"
@@ -14,29 +15,13 @@ using nlohmann::json;
 
 // A tiny Mistral config (dummy weights) with the given window, written into `dir`.
 std::string write_mistral_config(const testing::ScratchDir& dir, const json& window) {
-  json c = {{"architectures", {"MistralForCausalLM"}},
-            {"hidden_size", 64},
-            {"intermediate_size", 128},
-            {"num_hidden_layers", 2},
-            {"num_attention_heads", 4},
-            {"num_key_value_heads", 2},
-            {"vocab_size", 256},
-            {"max_position_embeddings", 512},
-            {"rms_norm_eps", 1e-5},
-            {"rope_theta", 10000.0},
-            {"torch_dtype", "float32"},
-            {"sliding_window", window}};
+  json c = testing::tiny_config("MistralForCausalLM");
+  c["sliding_window"] = window;
   return dir.write("config.json", c.dump());
 }
 
 Result<std::unique_ptr<EngineCore>> load(const std::string& config_path, int max_model_len) {
-  EngineConfig c;
-  c.sched.max_model_len = max_model_len;
-  LoadOptions o;
-  o.device = "cpu";
-  o.load_format = "dummy";
-  o.model_config_file = config_path;
-  return load_engine(o, c);
+  return testing::load_dummy_engine(config_path, max_model_len);
 }
 
 TEST(SlidingWindow, TheModelKeepsItsFullLength) {
