@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/env.h"
 #include "base/log.h"
 #include "engine/batch_builder.h"
 #include "engine/request_state.h"
@@ -24,6 +25,7 @@ std::unique_ptr<KvCacheManager> make_kv_cache_manager(const EngineConfig& c, int
   p.block_size = c.block_size;
   p.num_host_blocks = num_host_blocks;
   p.enable_prefix_caching = c.enable_prefix_caching;
+  p.sliding_window = c.sched.sliding_window;
   return std::make_unique<PagedKvCacheManager>(p);
 }
 
@@ -38,9 +40,18 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& confi
     return internal_error("executor KV block size " + std::to_string(kv.block_size) +
                           " differs from the engine's " + std::to_string(want_bs));
   if (kv.num_blocks < 1) return invalid_argument("the KV cache has no blocks");
-  auto manager = make_kv_cache_manager(config, kv.num_blocks, kv.num_swap_blocks);
+  // Paged mode frees the blocks that fell out of a window every layer slides (vLLM V1's
+  // SlidingWindowManager; it reserves a null block for them, so a pool of one block keeps all).
+  // Token mode keeps every slot until the request ends. FOLIO_KV_WINDOW_FREE=0 (a measuring
+  // switch) keeps them in paged mode too.
+  FOLIO_ASSIGN_OR_RETURN(const int window_free, env_int("FOLIO_KV_WINDOW_FREE", 1, 0, 1));
+  EngineConfig c = config;
+  c.sched.sliding_window = config.kv_mode == KvCacheMode::kPaged && kv.num_blocks > 1 && window_free
+                               ? model.kv_window()
+                               : 0;
+  auto manager = make_kv_cache_manager(c, kv.num_blocks, kv.num_swap_blocks);
   std::unique_ptr<EngineCore> core(
-      new EngineCore(config, model, std::move(executor), std::move(tokenizer), std::move(manager)));
+      new EngineCore(c, model, std::move(executor), std::move(tokenizer), std::move(manager)));
   if (core->async_enabled_)
     log_info("async scheduling: on (the next step is prepared while the device runs one)");
   else if (config.async_scheduling)

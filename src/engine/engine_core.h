@@ -180,7 +180,8 @@ class EngineCore {
 };
 
 // Creates the KV manager the config asks for, sized to `num_blocks` device blocks (slots in
-// token mode) and `num_host_blocks` swap blocks.
+// token mode) and `num_host_blocks` swap blocks; with config.sched.sliding_window > 0 the paged
+// manager frees what falls out of the window.
 std::unique_ptr<KvCacheManager> make_kv_cache_manager(const EngineConfig& config, int num_blocks,
                                                       int num_host_blocks);
 

@@ -180,10 +180,14 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
   ModelConfig model = *cfg;
   int& max_len = config.sched.max_model_len;
   FOLIO_RETURN_IF_ERROR(resolve_max_model_len(model, max_len));
-  if (model.sliding_window && max_len > *model.sliding_window)
+  if (model.sliding_window && max_len > *model.sliding_window) {
+    const bool frees = model.kv_window() > 0 && config.kv_mode == KvCacheMode::kPaged;
     log_info("sliding-window attention: window " + std::to_string(*model.sliding_window) + " on " +
              (model.sliding_layers.empty() ? std::string("every layer") : "some layers") +
+             (frees ? "; the blocks that fall out of it are freed"
+                    : "; every position's KV stays until its request ends") +
              " (on a GPU, attention then runs on the v2 kernels)");
+  }
   // A model folder without tokenizer.json runs on token ids; a --tokenizer folder must have one.
   std::shared_ptr<const Tokenizer> tokenizer;
   const std::string& tok_dir = o.tokenizer_source();

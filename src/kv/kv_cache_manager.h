@@ -15,6 +15,9 @@
 //   4. mark_computed() makes the full blocks (or tokens) that now hold K/V reusable by others.
 //      The scheduler calls it as soon as it schedules them (vLLM V1's order): a reader in the
 //      same step runs after the step's K/V writes, a reader in a later step after the step.
+// With a sliding window (every layer attends to the last W positions only), the scheduler calls
+// free_out_of_window() before step 2: blocks below the window of the step's first query go back
+// to the pool and their table entries read kNullBlock (vLLM V1's SlidingWindowManager).
 // Every id in a returned copy list is valid until the next call that allocates.
 #pragma once
 
@@ -83,6 +86,21 @@ class KvCacheManager {
   virtual void mark_computed(SeqId seq, std::span<const TokenId> tokens, int num_computed) = 0;
   virtual std::span<const int32_t> block_table(SeqId seq) const = 0;
   virtual std::vector<KvCopy> take_pending_copies() = 0;
+
+  // The table entry of a block a sequence no longer holds because it fell out of the window: a
+  // block the manager reserves and never hands out, so a kernel that reads a whole page around
+  // the window's edge (masking the positions below it) reads memory no one writes.
+  static constexpr int32_t kNullBlock = 0;
+  // Window managers only (a no-op elsewhere): positions below num_computed - window + 1 are
+  // never read again (the next query is at num_computed and attends to the window before it),
+  // so the blocks wholly below them are released (full ones stay in the prefix cache, evictable)
+  // and their entries become kNullBlock. Works on resident and swapped sequences.
+  virtual void free_out_of_window(SeqId seq, int num_computed) {
+    (void)seq;
+    (void)num_computed;
+  }
+  // Blocks `seq` holds a reference to: its table less the entries freed out of the window.
+  virtual int num_held_blocks(SeqId seq) const { return static_cast<int>(block_table(seq).size()); }
 
   // Swap space (host pool). Sharing is kept: a block several of `seqs` share moves once.
   virtual int num_free_host_blocks() const = 0;

@@ -9,11 +9,18 @@ namespace folio {
 PagedKvCacheManager::PagedKvCacheManager(const PagedKvConfig& config)
     : block_size_(config.block_size),
       prefix_caching_(config.enable_prefix_caching),
+      sliding_window_(config.sliding_window),
+      num_reserved_blocks_(config.sliding_window > 0 ? 1 : 0),
       pool_(config.num_blocks),
       host_(config.num_host_blocks),
       cache_(config.num_blocks, config.hash_fn),
       fill_(static_cast<size_t>(config.num_blocks), 0) {
   FOLIO_CHECK(config.block_size > 0 && config.num_blocks >= 0 && config.num_host_blocks >= 0);
+  FOLIO_CHECK(config.sliding_window >= 0);
+  if (num_reserved_blocks_) {
+    FOLIO_CHECK(config.num_blocks > 1, "a sliding window needs a pool of 2 blocks or more");
+    FOLIO_CHECK(pool_.allocate() == kNullBlock);  // the fresh pool hands out ids in order
+  }
 }
 
 PagedKvCacheManager::SeqState& PagedKvCacheManager::state(SeqId seq) {
@@ -115,8 +122,8 @@ void PagedKvCacheManager::fork(SeqId parent, SeqId child) {
   FOLIO_CHECK(!has_seq(child), "fork into an existing sequence");
   SeqState copy = state(parent);
   BlockPool& pool = copy.swapped ? host_ : pool_;
-  for (int32_t b : copy.table) pool.incref(b);
-  stats_.blocks_shared += static_cast<int64_t>(copy.table.size());
+  for (int32_t b : held(copy)) pool.incref(b);
+  stats_.blocks_shared += static_cast<int64_t>(held(copy).size());
   seqs_.emplace(child, std::move(copy));
 }
 
@@ -126,7 +133,8 @@ void PagedKvCacheManager::free(SeqId seq) {
   SeqState& s = it->second;
   // Last block first: with equal age, the deeper blocks of a chain are evicted before their
   // parents (a child is useless without its parent).
-  for (auto b = s.table.rbegin(); b != s.table.rend(); ++b) {
+  const std::span<int32_t> blocks = held(s);
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
     if (s.swapped) {
       host_.decref(*b, false);
     } else {
@@ -145,6 +153,10 @@ void PagedKvCacheManager::mark_computed(SeqId seq, std::span<const TokenId> toke
   auto is_free = [this](int32_t b) { return pool_.is_free(b); };
   while (s.chain.num_blocks < full && !s.chain.broken) {
     size_t i = static_cast<size_t>(s.chain.num_blocks);
+    if (s.chain.num_blocks < s.num_skipped) {  // freed before it was cached: the chain ends
+      s.chain.broken = true;
+      break;
+    }
     cache_.insert(&s.chain, s.table[i],
                   tokens.subspan(i * block_size_, static_cast<size_t>(block_size_)), s.salt,
                   is_free);
@@ -153,6 +165,32 @@ void PagedKvCacheManager::mark_computed(SeqId seq, std::span<const TokenId> toke
 
 std::span<const int32_t> PagedKvCacheManager::block_table(SeqId seq) const {
   return state(seq).table;
+}
+
+void PagedKvCacheManager::free_out_of_window(SeqId seq, int num_computed) {
+  if (sliding_window_ <= 0) return;
+  SeqState& s = state(seq);
+  // The next query (position num_computed) reads keys from num_computed - window + 1 on; block
+  // i is wholly below that when (i + 1) * block_size <= num_computed - window + 1.
+  const int first_needed = num_computed - sliding_window_ + 1;
+  const int skip =
+      std::min(std::max(0, first_needed) / block_size_, static_cast<int>(s.table.size()));
+  // Lowest block last: with equal age, LRU eviction then takes the deeper blocks of a chain
+  // first, as in free().
+  for (int i = skip - 1; i >= s.num_skipped; --i) {
+    int32_t& b = s.table[static_cast<size_t>(i)];
+    if (s.swapped) {
+      host_.decref(b, false);
+    } else {
+      release_block(b);
+    }
+    b = kNullBlock;
+  }
+  s.num_skipped = std::max(s.num_skipped, skip);
+}
+
+int PagedKvCacheManager::num_held_blocks(SeqId seq) const {
+  return static_cast<int>(held(state(seq)).size());
 }
 
 std::vector<KvCopy> PagedKvCacheManager::take_pending_copies() {

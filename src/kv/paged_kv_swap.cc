@@ -1,6 +1,7 @@
 // PagedKvCacheManager: swap space and invariant checks (the allocation path is in
 // paged_kv_cache_manager.cc).
 #include <algorithm>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -10,14 +11,15 @@
 namespace folio {
 namespace {
 
-// Moves every table of `seqs` from pool `from` to pool `to`, one new block per distinct old
-// block so sharing is kept. `release` drops one reference in `from`; `on_new` sees each copy.
+// Moves the held entries of every table of `seqs` from pool `from` to pool `to`, one new block
+// per distinct old block so sharing is kept. `release` drops one reference in `from`; `on_new`
+// sees each copy.
 template <typename Release, typename OnNew>
-void move_tables(std::vector<std::vector<int32_t>*>& tables, BlockPool& to, Release release,
+void move_tables(std::vector<std::span<int32_t>>& tables, BlockPool& to, Release release,
                  OnNew on_new) {
   std::unordered_map<int32_t, int32_t> moved;
-  for (auto* table : tables) {
-    for (int32_t& b : *table) {
+  for (std::span<int32_t> table : tables) {
+    for (int32_t b : table) {
       auto [it, fresh] = moved.try_emplace(b, -1);
       if (fresh) {
         it->second = to.allocate();  // ref 1 for this first use
@@ -27,8 +29,8 @@ void move_tables(std::vector<std::vector<int32_t>*>& tables, BlockPool& to, Rele
       }
     }
   }
-  for (auto* table : tables) {
-    for (auto b = table->rbegin(); b != table->rend(); ++b) {
+  for (std::span<int32_t> table : tables) {
+    for (auto b = table.rbegin(); b != table.rend(); ++b) {
       release(*b);
       *b = moved.at(*b);
     }
@@ -41,7 +43,7 @@ std::vector<int32_t> PagedKvCacheManager::distinct_blocks(std::span<const SeqId>
   std::vector<int32_t> out;
   std::unordered_map<int32_t, bool> seen;
   for (SeqId id : seqs)
-    for (int32_t b : state(id).table)
+    for (int32_t b : held(state(id)))
       if (seen.emplace(b, true).second) out.push_back(b);
   return out;
 }
@@ -52,11 +54,11 @@ int PagedKvCacheManager::num_blocks_to_swap(std::span<const SeqId> seqs) const {
 
 bool PagedKvCacheManager::swap_out(std::span<const SeqId> seqs, std::vector<KvCopy>* copies) {
   if (num_blocks_to_swap(seqs) > host_.num_free()) return false;
-  std::vector<std::vector<int32_t>*> tables;
+  std::vector<std::span<int32_t>> tables;
   for (SeqId id : seqs) {
     SeqState& s = state(id);
     FOLIO_CHECK(!s.swapped, "swapping out a swapped sequence");
-    tables.push_back(&s.table);
+    tables.push_back(held(s));
     s.swapped = true;
   }
   move_tables(
@@ -74,11 +76,11 @@ bool PagedKvCacheManager::can_swap_in(std::span<const SeqId> seqs) const {
 
 bool PagedKvCacheManager::swap_in(std::span<const SeqId> seqs, std::vector<KvCopy>* copies) {
   if (!can_swap_in(seqs)) return false;
-  std::vector<std::vector<int32_t>*> tables;
+  std::vector<std::span<int32_t>> tables;
   for (SeqId id : seqs) {
     SeqState& s = state(id);
     FOLIO_CHECK(s.swapped, "swapping in a resident sequence");
-    tables.push_back(&s.table);
+    tables.push_back(held(s));
     s.swapped = false;
   }
   // Fresh device blocks may evict cached ones; move_tables allocates through the pool directly,
@@ -97,7 +99,7 @@ bool PagedKvCacheManager::swap_in(std::span<const SeqId> seqs, std::vector<KvCop
       });
   for (SeqId id : seqs) {
     SeqState& s = state(id);
-    for (size_t i = 0; i < s.table.size(); ++i)
+    for (size_t i = static_cast<size_t>(s.num_skipped); i < s.table.size(); ++i)
       set_fill(s.table[i], std::min(block_size_, s.num_reserved - static_cast<int>(i) * block_size_));
   }
   return true;
@@ -117,8 +119,15 @@ Status PagedKvCacheManager::check_invariants() const {
                             std::to_string(s.num_reserved) + " tokens");
     if (s.chain.num_blocks > static_cast<int>(s.table.size()))
       return internal_error("seq " + std::to_string(id) + " caches blocks it does not hold");
-    for (int32_t b : s.table) ++(s.swapped ? host_refs : dev_refs)[b];
+    if (s.num_skipped < 0 || s.num_skipped > static_cast<int>(s.table.size()) ||
+        (s.num_skipped > 0 && sliding_window_ <= 0))
+      return internal_error("seq " + std::to_string(id) + " skips a bad number of blocks");
+    for (int i = 0; i < s.num_skipped; ++i)
+      if (s.table[static_cast<size_t>(i)] != kNullBlock)
+        return internal_error("seq " + std::to_string(id) + " holds a block below its window");
+    for (int32_t b : held(s)) ++(s.swapped ? host_refs : dev_refs)[b];
   }
+  if (num_reserved_blocks_) ++dev_refs[kNullBlock];  // the manager's own reference
   int64_t filled = 0;
   for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
     if (dev_refs[b] != pool_.ref_count(b))

@@ -276,6 +276,13 @@ int ModelConfig::layer_window(int layer) const {
   return *sliding_window;
 }
 
+int ModelConfig::kv_window() const {
+  if (!sliding_window) return 0;
+  for (bool slides : sliding_layers)
+    if (!slides) return 0;
+  return *sliding_window;
+}
+
 double ModelConfig::softmax_scale() const {
   return rope.attention_factor * rope.attention_factor / std::sqrt(static_cast<double>(head_dim));
 }

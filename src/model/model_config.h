@@ -88,6 +88,9 @@ struct ModelConfig {
   int max_context_len() const { return rope_scaled_max_len(); }
   // Layer `layer`'s attention window: sliding_window where that layer slides, else 0 (none).
   int layer_window(int layer) const;
+  // The window every layer slides, or 0 where some layer attends to every position: a position
+  // below it is never read again once the next query is past it (the KV manager frees it).
+  int kv_window() const;
   // The attention logits' scale: rope's attention_factor squared over sqrt(head_dim). Folding
   // the factor here rather than into cos and sin is the same product up to rounding.
   double softmax_scale() const;

@@ -42,15 +42,26 @@ void AdmissionHeadroom::add_growth(const SequenceGroup& g, int block_size,
   }
 }
 
-int64_t AdmissionHeadroom::peak_blocks(std::span<const Growth> by_left_desc, int block_size) {
+int64_t AdmissionHeadroom::peak_blocks(std::span<const Growth> by_left_desc, int block_size,
+                                       int window) {
   const int64_t bs = block_size;
-  int64_t peak = 0, lengths = 0;
-  for (size_t i = 0; i < by_left_desc.size(); ++i) {
-    lengths += by_left_desc[i].length;
-    const int64_t alive = static_cast<int64_t>(i) + 1;
-    // sum_j ceil((length_j + left_i) / bs) <= (sum_j length_j + alive x (left_i + bs - 1)) / bs
-    const int64_t tokens = lengths + alive * (by_left_desc[i].left + bs - 1);
-    peak = std::max(peak, tokens / bs);
+  // Positions (p - window, p] span at most ceil((window - 1) / bs) + 1 blocks.
+  const int64_t cap_blocks = window > 0 ? (window - 1 + bs - 1) / bs + 1 : 0;
+  const int64_t cap = cap_blocks * bs;
+  int64_t peak = 0, lengths = 0, growing = 0, capped = 0;
+  for (const Growth& e : by_left_desc) {
+    if (cap > 0 && e.length >= cap) {
+      ++capped;
+    } else {
+      lengths += e.length;
+      ++growing;
+    }
+    // The growing entries, all alive until this one ends e.left steps from now:
+    // sum_j ceil((length_j + left) / bs) <= (sum_j length_j + growing x (left + bs - 1)) / bs,
+    // and none holds more than cap_blocks.
+    int64_t blocks = (lengths + growing * (e.left + bs - 1)) / bs;
+    if (cap > 0) blocks = std::min(blocks, growing * cap_blocks);
+    peak = std::max(peak, capped * cap_blocks + blocks);
   }
   return peak;
 }

@@ -52,8 +52,11 @@ class AdmissionHeadroom {
   // Appends the entries of `g`'s live sequences (and of the siblings it will fork).
   void add_growth(const SequenceGroup& g, int block_size, std::vector<Growth>* out) const;
   // The most blocks of `block_size` tokens the entries hold at once (the peak above, with a
-  // partial block per entry), for entries sorted by `left`, largest first.
-  static int64_t peak_blocks(std::span<const Growth> by_left_desc, int block_size);
+  // partial block per entry), for entries sorted by `left`, largest first. With a sliding
+  // `window` (> 0) an entry holds at most the C blocks its last `window` positions span: an
+  // entry already that long counts C, and the others' sum at each end at most C each (an upper
+  // bound of the sum of their capped sizes).
+  static int64_t peak_blocks(std::span<const Growth> by_left_desc, int block_size, int window = 0);
   // Inserts `e` into `by_left_desc`, keeping it sorted by left, largest first.
   static void insert_sorted(std::vector<Growth>& by_left_desc, const Growth& e);
   // Once per schedule(): `preempted` this step, the step `decoded` (ran decode rows), `idle`

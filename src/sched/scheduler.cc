@@ -41,7 +41,13 @@ void Scheduler::dequeue(Queue& q, const SequenceGroup* g) {
 }
 
 int Scheduler::seq_capacity() const {
-  return std::min(config_.max_model_len, kv_.num_total_blocks() * kv_.block_size());
+  const int bs = kv_.block_size(), cache_blocks = kv_.num_total_blocks();
+  // With a sliding window a decoding sequence holds the blocks its window spans and the next
+  // one, however long it grows: the cache bounds it only where that does not fit.
+  const int window_blocks =
+      config_.sliding_window > 0 ? (config_.sliding_window - 1 + bs - 1) / bs + 2 : 0;
+  if (window_blocks > 0 && window_blocks <= cache_blocks) return config_.max_model_len;
+  return std::min(config_.max_model_len, cache_blocks * bs);
 }
 
 const SequenceGroup* Scheduler::group(GroupId id) const {
@@ -173,6 +179,7 @@ void Scheduler::schedule_running(SchedulerOutput& out, bool prefill_pass) {
       continue;
     std::vector<Planned> p = plan(g, budget_, seqs_left_);
     if (p.empty()) continue;
+    free_out_of_window(*g);
     bool self_preempted = false;
     while (blocks_needed(p) > kv_.num_free_blocks()) {
       SequenceGroup* victim = pick_victim(g);
@@ -193,6 +200,7 @@ void Scheduler::schedule_swapped(SchedulerOutput& out) {
     std::vector<SeqId> ids = g->live_ids();
     std::vector<Planned> p = plan(g, budget_, seqs_left_);
     if (p.empty()) return;
+    free_out_of_window(*g);  // on the host: fewer blocks come back
     int need = kv_.num_blocks_to_swap(ids) + blocks_needed(p);
     if (need > kv_.num_free_blocks()) {
       if (running_.empty() && kv_.num_used_blocks() == 0) {
@@ -228,9 +236,14 @@ int64_t Scheduler::running_growth(std::vector<AdmissionHeadroom::Growth>* growth
 int64_t Scheduler::blocks_held(const SequenceGroup& g) const {
   int64_t held = 0;
   for (const Sequence& s : g.seqs)
-    if (!s.finished() && kv_.has_seq(s.id))
-      held += static_cast<int64_t>(kv_.block_table(s.id).size());
+    if (!s.finished() && kv_.has_seq(s.id)) held += kv_.num_held_blocks(s.id);
   return held;
+}
+
+void Scheduler::free_out_of_window(const SequenceGroup& g) {
+  if (config_.sliding_window <= 0) return;
+  for (const Sequence& s : g.seqs)
+    if (!s.finished() && kv_.has_seq(s.id)) kv_.free_out_of_window(s.id, s.num_computed);
 }
 
 void Scheduler::schedule_waiting(SchedulerOutput& out) {
@@ -243,6 +256,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out) {
     for (Sequence& s : g->seqs)
       if (!s.finished() && !kv_.has_seq(s.id))
         s.num_computed = kv_.get_computed_prefix(s.id, s.tokens, g->cache_salt);
+    free_out_of_window(*g);  // a prefix hit longer than the window
     std::vector<Planned> p = plan(g, budget_, seqs_left_);
     const int need = p.empty() ? 0 : blocks_needed(p);
     bool fits = !p.empty() && need <= kv_.num_free_blocks();
@@ -256,7 +270,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out) {
       headroom_.add_growth(*g, kv_.block_size(), &mine);
       for (const auto& e : mine) AdmissionHeadroom::insert_sorted(growth, e);
       g_held = blocks_held(*g);
-      fits = AdmissionHeadroom::peak_blocks(growth, kv_.block_size()) <=
+      fits = AdmissionHeadroom::peak_blocks(growth, kv_.block_size(), config_.sliding_window) <=
              kv_.num_free_blocks() + held + g_held;
     }
     if (fits) {

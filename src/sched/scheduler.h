@@ -115,6 +115,8 @@ class Scheduler {
   // first); returns the blocks their live sequences hold.
   int64_t running_growth(std::vector<AdmissionHeadroom::Growth>* growth) const;
   int64_t blocks_held(const SequenceGroup& g) const;  // by g's live sequences
+  // With a sliding window: frees the blocks below the window of each live sequence's next query.
+  void free_out_of_window(const SequenceGroup& g);
   // Lowest-ranked running group not scheduled this step and not `except`, or nullptr.
   SequenceGroup* pick_victim(const SequenceGroup* except) const;
   void preempt(SequenceGroup* g, SchedulerOutput& out);

@@ -24,6 +24,8 @@ Status SchedulerConfig::validate() const {
   if (!(schedule_conservativeness >= 0.0) || schedule_conservativeness > 100.0)
     return invalid_argument("schedule_conservativeness must be in [0, 100], got " +
                             std::to_string(schedule_conservativeness));
+  if (sliding_window < 0)
+    return invalid_argument("sliding_window must be >= 0, got " + std::to_string(sliding_window));
   return Status::ok_status();
 }
 

@@ -55,6 +55,11 @@ struct SchedulerConfig {
   // load fits the cache (session 44). A measuring switch (FOLIO_ADMISSION_RATIO=reactive|sglang,
   // read by the tool's engine flags).
   bool reactive_headroom = true;
+  // > 0: every layer of the model attends to the last `sliding_window` positions only
+  // (Mistral-7B-v0.1's 4096): before a sequence's step the KV manager frees the blocks below its
+  // window (KvCacheManager::free_out_of_window), and the admission headroom counts a sequence
+  // at most the blocks of one window. Set by the engine from the model.
+  int sliding_window = 0;
 
   Status validate() const;
 };

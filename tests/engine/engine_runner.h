@@ -46,11 +46,12 @@ inline std::unique_ptr<EngineCore> make_engine(const std::string& model, EngineC
 }
 
 // A CPU engine on dummy weights of the config at `config_path` (--model-config), with
-// --max-model-len `max_model_len` (0: the model's) and --hf-overrides `hf_overrides`.
+// --max-model-len `max_model_len` (0: the model's), --hf-overrides `hf_overrides` and the other
+// engine knobs of `c`.
 inline Result<std::unique_ptr<EngineCore>> load_dummy_engine(const std::string& config_path,
                                                              int max_model_len = 0,
-                                                             const std::string& hf_overrides = "") {
-  EngineConfig c;
+                                                             const std::string& hf_overrides = "",
+                                                             EngineConfig c = EngineConfig()) {
   c.sched.max_model_len = max_model_len;
   LoadOptions o;
   o.device = "cpu";

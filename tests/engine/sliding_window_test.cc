@@ -20,8 +20,9 @@ std::string write_mistral_config(const testing::ScratchDir& dir, const json& win
   return dir.write("config.json", c.dump());
 }
 
-Result<std::unique_ptr<EngineCore>> load(const std::string& config_path, int max_model_len) {
-  return testing::load_dummy_engine(config_path, max_model_len);
+Result<std::unique_ptr<EngineCore>> load(const std::string& config_path, int max_model_len,
+                                         const EngineConfig& c = EngineConfig()) {
+  return testing::load_dummy_engine(config_path, max_model_len, "", c);
 }
 
 TEST(SlidingWindow, TheModelKeepsItsFullLength) {
@@ -80,6 +81,57 @@ TEST(SlidingWindow, TokensOutsideTheLayersWindowsDoNotReachTheOutput) {
   auto full = load(write_mistral_config(dir_full, nullptr), 0);
   ASSERT_TRUE(full.ok()) << full.status().message();
   EXPECT_NE(continue_prompt(**full, early), continue_prompt(**full, a));
+}
+
+// The engine frees the blocks that fell out of the window (paged mode): requests of 20 + 40
+// tokens run to full length on a cache of 12 blocks of 4 (48 tokens, 11 usable), several at a
+// time, and produce the greedy tokens of a roomy cache; in token mode every slot stays held, so
+// the same cache ends each request where it runs out (finish reason length).
+TEST(SlidingWindow, BlocksOutsideTheWindowAreFreedAndTheTokensDoNotChange) {
+  const testing::ScratchDir dir;
+  const std::string path = write_mistral_config(dir, 8);
+  std::vector<GenerateRequest> reqs;
+  for (int r = 0; r < 6; ++r) {
+    GenerateRequest g;
+    for (int i = 0; i < 20; ++i) g.prompt_token_ids.push_back((r * 31 + i * 7 + 3) % 256);
+    g.params.temperature = 0;
+    g.params.max_tokens = 40;
+    g.params.ignore_eos = true;
+    reqs.push_back(g);
+  }
+  auto tokens_of = [](const testing::RunResult& out) {
+    std::vector<std::vector<int32_t>> t;
+    for (const RequestOutput& o : out.outputs) {
+      EXPECT_TRUE(o.error.ok()) << o.error.message();
+      t.emplace_back();
+      for (const CompletionDelta& d : o.deltas)
+        t.back().insert(t.back().end(), d.token_ids.begin(), d.token_ids.end());
+    }
+    return t;
+  };
+  EngineConfig roomy_config;
+  roomy_config.block_size = 4;
+  roomy_config.num_kv_blocks = 512;
+  auto roomy = load(path, 0, roomy_config);
+  ASSERT_TRUE(roomy.ok()) << roomy.status().message();
+  const auto want = tokens_of(testing::run_all(**roomy, reqs));
+  for (const auto& t : want) ASSERT_EQ(t.size(), 40u);
+
+  EngineConfig tiny_config = roomy_config;
+  tiny_config.num_kv_blocks = 12;
+  auto tiny = load(path, 0, tiny_config);
+  ASSERT_TRUE(tiny.ok()) << tiny.status().message();
+  EXPECT_EQ((*tiny)->kv().num_total_blocks(), 11);  // one block is the null block
+  EXPECT_EQ(tokens_of(testing::run_all(**tiny, reqs)), want);
+  EXPECT_EQ((*tiny)->kv().num_used_blocks(), 0);
+  EXPECT_TRUE((*tiny)->kv().check_invariants().ok());
+
+  EngineConfig token_config;
+  token_config.kv_mode = KvCacheMode::kToken;
+  token_config.max_total_tokens = 48;
+  auto token = load(path, 0, token_config);
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  for (const auto& t : tokens_of(testing::run_all(**token, reqs))) EXPECT_EQ(t.size(), 28u);
 }
 
 }  // namespace

@@ -41,11 +41,16 @@ class FakeKvMemory {
   void write(std::span<const int32_t> table, std::span<const uint64_t> fp, int begin, int end) {
     for (int p = begin; p < end; ++p) slot(table, p) = fp[static_cast<size_t>(p)];
   }
-  // Number of leading positions of [0, end) whose stored fingerprint is right.
-  int num_valid(std::span<const int32_t> table, std::span<const uint64_t> fp, int end) {
-    for (int p = 0; p < end; ++p)
+  // The first position of [begin, end) whose stored fingerprint is wrong, or end.
+  int first_invalid(std::span<const int32_t> table, std::span<const uint64_t> fp, int begin,
+                    int end) {
+    for (int p = begin; p < end; ++p)
       if (slot(table, p) != fp[static_cast<size_t>(p)]) return p;
     return end;
+  }
+  // Number of leading positions of [0, end) whose stored fingerprint is right.
+  int num_valid(std::span<const int32_t> table, std::span<const uint64_t> fp, int end) {
+    return first_invalid(table, fp, 0, end);
   }
 
  private:

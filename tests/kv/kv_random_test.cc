@@ -1,11 +1,15 @@
 // Randomized state-machine test of both KV managers against FakeKvMemory: after every
 // operation the invariants hold and every resident sequence reads its whole context back with
-// the right fingerprints (so prefix hits, copy-on-write and swaps moved the right data).
+// the right fingerprints (so prefix hits, copy-on-write and swaps moved the right data). With a
+// sliding window (paged mode), blocks below each sequence's window are freed before it grows
+// and only the window has to read back: a block freed too early, or reallocated while a table
+// still reads it, shows as a wrong fingerprint.
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "kv/fake_kv_memory.h"
 #include "kv/paged_kv_cache_manager.h"
@@ -24,8 +28,12 @@ struct SimSeq {
 
 class KvSim {
  public:
-  KvSim(std::unique_ptr<KvCacheManager> m, int num_blocks, int host_blocks, uint32_t seed)
-      : m_(std::move(m)), mem_(num_blocks, host_blocks, m_->block_size()), rng_(seed) {}
+  KvSim(std::unique_ptr<KvCacheManager> m, int num_blocks, int host_blocks, uint32_t seed,
+        int window = 0)
+      : m_(std::move(m)),
+        mem_(num_blocks, host_blocks, m_->block_size()),
+        rng_(seed),
+        window_(window) {}
 
   void run(int steps) {
     for (int i = 0; i < steps; ++i) {
@@ -79,6 +87,7 @@ class KvSim {
     ASSERT_LT(hit, static_cast<int>(t.size()));
     auto fp = prefix_fingerprints(t);
     ASSERT_EQ(mem_.num_valid(m_->block_table(id), fp, hit), hit) << "prefix hit served bad KV";
+    m_->free_out_of_window(id, hit);
     if (!m_->append_slots(id, static_cast<int>(t.size()))) {
       m_->free(id);
       return;
@@ -90,6 +99,7 @@ class KvSim {
     SimSeq& s = seqs_[id];
     if (s.swapped) return;
     int from = static_cast<int>(s.tokens.size());
+    m_->free_out_of_window(id, from);
     for (int i = 0, n = pick(1, 5); i < n; ++i) s.tokens.push_back(pick(0, 3));
     int need = m_->num_blocks_needed(id, static_cast<int>(s.tokens.size()));
     bool ok = m_->append_slots(id, static_cast<int>(s.tokens.size()));
@@ -114,6 +124,7 @@ class KvSim {
     std::vector<KvCopy> copies;
     SimSeq& s = seqs_[id];
     if (s.swapped) {
+      m_->free_out_of_window(id, static_cast<int>(s.tokens.size()));  // on the host
       if (m_->swap_in(one, &copies)) s.swapped = false;
       mem_.copy_blocks(copies, false, true);
     } else {
@@ -126,7 +137,10 @@ class KvSim {
       if (s.swapped) continue;
       auto fp = prefix_fingerprints(s.tokens);
       int n = static_cast<int>(s.tokens.size());
-      ASSERT_EQ(mem_.num_valid(m_->block_table(id), fp, n), n) << "seq " << id << " lost KV";
+      // What the next query (position n) reads: all of it, or (n - window, n).
+      int begin = window_ > 0 ? std::max(0, n - window_ + 1) : 0;
+      ASSERT_EQ(mem_.first_invalid(m_->block_table(id), fp, begin, n), n)
+          << "seq " << id << " lost KV";
     }
   }
 
@@ -135,6 +149,7 @@ class KvSim {
   std::mt19937 rng_;
   std::map<SeqId, SimSeq> seqs_;
   SeqId next_id_ = 1;
+  int window_;
 };
 
 TEST(KvRandom, PagedManagerKeepsDataAndInvariants) {
@@ -147,6 +162,22 @@ TEST(KvRandom, PagedManagerKeepsDataAndInvariants) {
     sim.host_total_ = 16;
     sim.run(1500);
     if (HasFatalFailure()) return;
+  }
+}
+
+TEST(KvRandom, PagedManagerWithAWindowKeepsTheWindowAndInvariants) {
+  for (int window : {1, 2, 5, 9}) {
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      PagedKvConfig c;
+      c.num_blocks = 24;
+      c.block_size = 4;
+      c.num_host_blocks = 16;
+      c.sliding_window = window;
+      KvSim sim(std::make_unique<PagedKvCacheManager>(c), 24, 16, seed, window);
+      sim.host_total_ = 16;
+      sim.run(1500);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 

@@ -100,6 +100,23 @@ TEST(AdmissionHeadroom, ThePeakComesJustBeforeAnEntryEnds) {
   EXPECT_EQ(AdmissionHeadroom::peak_blocks({}, 4), 0);
 }
 
+// With a window of 8 (blocks of 4), a sequence holds at most the 3 blocks its last 8 positions
+// span: an entry already that long counts 3 blocks whatever it has left, a shorter one grows to
+// at most 3 (the windowed scheduler test runs it end to end).
+TEST(AdmissionHeadroom, AWindowCapsWhatEachEntryHolds) {
+  const std::vector<Growth> by_left = {{20, 30}, {4, 10}};
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(by_left, 4), 13);  // (24 + 2 x 13) / 4 at t = 10
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(by_left, 4, 8), 6);
+  // Short entries and outputs stay below the cap: the same figure as without a window.
+  const std::vector<Growth> short_ones = {{2, 3}, {1, 2}};
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(short_ones, 4, 8),
+            AdmissionHeadroom::peak_blocks(short_ones, 4));
+  // Three growing entries that would reach 12 tokens (3 blocks) each: capped at 9 blocks.
+  const std::vector<Growth> growing = {{4, 40}, {4, 40}, {4, 40}};
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(growing, 4, 8), 9);
+  EXPECT_EQ(AdmissionHeadroom::peak_blocks(growing, 4), 35);
+}
+
 TEST(AdmissionHeadroom, InsertSortedKeepsTheLongestLeftFirst) {
   std::vector<Growth> v;
   for (int64_t left : {5, 30, 12, 30, 1}) AdmissionHeadroom::insert_sorted(v, {left, left});

@@ -5,13 +5,14 @@
 // a roomy and a tiny cache tests preemption end to end on the host.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <numeric>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kv/fake_kv_memory.h"
 #include "kv/paged_kv_cache_manager.h"
@@ -21,7 +22,7 @@
 namespace folio::testing {
 
 inline std::unique_ptr<KvCacheManager> make_kv(bool token_mode, int num_blocks, int host_blocks,
-                                               int block_size = 4) {
+                                               int block_size = 4, int sliding_window = 0) {
   if (token_mode) {
     TokenKvConfig c;
     c.max_total_tokens = num_blocks * block_size;
@@ -32,6 +33,7 @@ inline std::unique_ptr<KvCacheManager> make_kv(bool token_mode, int num_blocks, 
   c.num_blocks = num_blocks;
   c.block_size = block_size;
   c.num_host_blocks = host_blocks;
+  c.sliding_window = sliding_window;
   return std::make_unique<PagedKvCacheManager>(c);
 }
 
@@ -51,7 +53,8 @@ class FakeEngine {
 
   FakeEngine(const SchedulerConfig& config, std::unique_ptr<KvCacheManager> kv)
       : kv_(std::move(kv)),
-        mem_(kv_->num_total_blocks(), kv_->num_free_host_blocks(), kv_->block_size()),
+        // + 1: a window manager's reserved null block is not counted in its total.
+        mem_(kv_->num_total_blocks() + 1, kv_->num_free_host_blocks(), kv_->block_size()),
         sched_(config, *kv_) {}
 
   Scheduler& sched() { return sched_; }
@@ -63,6 +66,8 @@ class FakeEngine {
   std::vector<std::vector<std::pair<GroupId, int>>> scheduled;
   // Tokens that make the engine stop a sequence (tests the engine-finish path).
   int stop_modulus = 0;
+  // > 0: the model attends to the last `window` positions, so only those must read back.
+  int window = 0;
 
   // One schedule -> run -> update round. Returns false when nothing was scheduled.
   bool step() {
@@ -93,13 +98,15 @@ class FakeEngine {
                                    s->tokens.begin() + e.start_pos + e.num_tokens()));
     auto fp = prefix_fingerprints(s->tokens);
     const int end = e.start_pos + e.num_tokens();
-    // The context computed earlier must be intact, then this step's tokens are written.
-    ASSERT_EQ(mem_.num_valid(e.block_table, fp, e.start_pos), e.start_pos)
+    // The context computed earlier that this step's first query reads must be intact, then this
+    // step's tokens are written.
+    ASSERT_EQ(mem_.first_invalid(e.block_table, fp, first_key(e.start_pos), e.start_pos),
+              e.start_pos)
         << "seq " << e.seq_id << " reads corrupted KV";
     mem_.write(e.block_table, fp, e.start_pos, end);
     if (!e.samples()) return;
     // The "model": reads the last position's KV back (not the token list).
-    ASSERT_EQ(mem_.num_valid(e.block_table, fp, end), end);
+    ASSERT_EQ(mem_.first_invalid(e.block_table, fp, first_key(end - 1), end), end);
     uint64_t h = fp[static_cast<size_t>(end - 1)];
     for (size_t i = 0; i < e.sample_seq_ids.size(); ++i) {
       SeqId id = e.sample_seq_ids[i];
@@ -111,6 +118,9 @@ class FakeEngine {
         result->finished.push_back({id, SeqStatus::kFinishedStopped});
     }
   }
+  // The first key position `query` attends to.
+  int first_key(int query) const { return window > 0 ? std::max(0, query - window + 1) : 0; }
+
   std::unique_ptr<KvCacheManager> kv_;
   FakeKvMemory mem_;
   Scheduler sched_;
