@@ -186,7 +186,7 @@ Result<std::unique_ptr<EngineCore>> load_engine(const LoadOptions& o, EngineConf
              (model.sliding_layers.empty() ? std::string("every layer") : "some layers") +
              (frees ? "; the blocks that fall out of it are freed"
                     : "; every position's KV stays until its request ends") +
-             " (on a GPU, attention then runs on the v2 kernels)");
+             " (on a GPU, prefill attention then runs on kernel v2)");
   }
   // A model folder without tokenizer.json runs on token ids; a --tokenizer folder must have one.
   std::shared_ptr<const Tokenizer> tokenizer;

@@ -245,27 +245,14 @@ struct CudaLlamaExecutor::Impl {
   int attention_window(int layer) const {
     return binding_window() ? config.layer_window(layer) : 0;
   }
-  // A binding window runs decode on kernel v2 (token-granular partitions from the window's
-  // start); its sequences attend to at most the window, which is what the plans then cover.
-  cuda::DecodeKernel decode_kernel() const {
-    return binding_window() ? cuda::DecodeKernel::kV2 : cuda::DecodeKernel::kDefault;
-  }
-  Result<cuda::DecodePlan> plan_decode(std::span<const int32_t> lens) const {
-    std::vector<int32_t> windowed;
-    if (const int w = binding_window()) {
-      windowed.assign(lens.begin(), lens.end());
-      for (int32_t& len : windowed) len = std::min(len, w);
-      lens = windowed;
-    }
-    return cuda::plan_decode_attention(lens, config.num_heads, config.num_kv_heads, config.head_dim,
-                                       info.num_sms, 0, decode_kernel(), decode_cache_format());
-  }
-  Result<cuda::DecodePlan> plan_decode_bounded(int num_seqs) const {
-    const int w = binding_window();
-    return cuda::plan_decode_attention_bounded(num_seqs, w ? w : max_model_len, config.num_heads,
-                                               config.num_kv_heads, config.head_dim, info.num_sms,
-                                               0, decode_kernel(), decode_cache_format());
-  }
+  // Decode-attention plans (cuda_llama_decode_plans.cc). Under a binding window a decode row
+  // attends to at most the window's keys; where every layer slides it (plan_window) the plans,
+  // and a graph step's split, cover the lengths clamped to it (attended_lens).
+  int plan_window() const { return binding_window() ? config.kv_window() : 0; }
+  std::span<const int32_t> attended_lens(std::span<const int32_t> lens,
+                                         std::vector<int32_t>& scratch) const;
+  Result<cuda::DecodePlan> plan_decode(std::span<const int32_t> lens) const;
+  Result<cuda::DecodePlan> plan_decode_bounded(int num_seqs) const;
   bool split_mixed = false;
   std::vector<StepGroup> step_groups;   // the current step's
   std::vector<int32_t> fp8_table_host;  // block_table's CSR layout, scratch block ids

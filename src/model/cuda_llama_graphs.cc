@@ -238,10 +238,11 @@ Status CudaLlamaExecutor::Impl::forward_graph(const ForwardBatch& b, const Logit
   // neither the merge launch nor the second partitions' idle blocks.
   // (A cascade step runs cascade_attention instead: its plan is in cascade_dev.)
   FOLIO_ASSIGN_OR_RETURN(auto plan, plan_decode_bounded(B));
+  std::vector<int32_t> scratch;
   const int32_t step_partition =
-      cascade_on
-          ? 0
-          : cuda::decode_step_partition(plan, b.context_lens, info.num_sms, decode_cache_format());
+      cascade_on ? 0
+                 : cuda::decode_step_partition(plan, attended_lens(b.context_lens, scratch),
+                                               info.num_sms, decode_cache_format());
   if (step_partition == 0) plan = cuda::without_step_split(plan);
   std::memcpy(h + L.step_partition, &step_partition, 4);
   const size_t bytes = L.block_table + b.block_table.size() * 4;

@@ -1,9 +1,10 @@
 // Sliding-window attention on the GPU against the CPU reference (cpu::paged_attention with the
-// same window): decode on kernel v2 (16-bit and fp8 caches, block sizes 16 and 1, plans over the
-// windowed lengths, over the whole lengths, and split into small partitions) and prefill, which
+// same window): decode on kernels v2 and tc (head_dim 128; 16-bit and fp8 caches, block sizes 16
+// and 1, plans over the windowed lengths, over the whole lengths, and split into small
+// partitions, which start mid-page) and prefill, which
 // runs v2x2 whatever its plan says, v2 where it says kV2 (chunks after cached context, rows whose
 // windows skip whole key tiles). A window wider than every context must give the unwindowed
-// result, and a decode plan on another kernel must be refused rather than attend wrongly.
+// result, and a decode plan on kernel v1 must be refused rather than attend wrongly.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -34,30 +35,34 @@ std::vector<int32_t> clamped(const std::vector<int32_t>& lens, int w) {
   return out;
 }
 
-TEST_P(SlidingWindowTest, DecodeOnV2MatchesTheReference) {
+TEST_P(SlidingWindowTest, DecodeMatchesTheReference) {
   const WindowCase& c = GetParam();
   std::mt19937 rng(5 + c.block_size + c.head_dim);
-  AttentionProblem prob(DType::kBF16, 8, 2, c.head_dim, c.block_size,
+  // tc takes 8 q heads per KV head at head_dim 128: 16 q heads over 2 KV heads.
+  AttentionProblem prob(DType::kBF16, 16, 2, c.head_dim, c.block_size,
                         {{300, 1}, {37, 1}, {5, 1}, {129, 1}, {1000, 1}, {16, 1}, {17, 1}}, rng,
                         c.kv);
-  for (int w : {1, 16, 17, 37, 100, 513}) {
-    prob.set_sliding_window(w);
-    for (int variant = 0; variant < 3; ++variant) {
-      // 0: the executor's plan (lengths clamped to the window); 1: over the whole lengths (more
-      // partitions than the window needs return at once); 2: partitions of 32 (splits that start
-      // mid-page and merge).
-      auto plan =
-          plan_decode_attention(variant == 1 ? prob.context_lens : clamped(prob.context_lens, w), 8,
-                                2, c.head_dim, 132, variant == 2 ? 32 : 0, DecodeKernel::kV2);
-      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-      auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
-      ASSERT_TRUE(ws.ok());
-      prob.dout.poison();
-      FOLIO_ASSERT_OK(decode_attention(prob.params(), *plan, ws->data(), nullptr));
-      FOLIO_ASSERT_OK(synchronize());
-      EXPECT_LT(prob.error(), testing::attention_tol(prob.dt))
-          << "window " << w << " plan " << variant << ": " << plan->partition_size << " x "
-          << plan->max_partitions;
+  for (DecodeKernel k : {DecodeKernel::kV2, DecodeKernel::kTc}) {
+    if (k == DecodeKernel::kTc && c.head_dim != 128) continue;
+    for (int w : {1, 16, 17, 37, 100, 513}) {
+      prob.set_sliding_window(w);
+      for (int variant = 0; variant < 3; ++variant) {
+        // 0: the executor's plan (lengths clamped to the window); 1: over the whole lengths (more
+        // partitions than the window needs return at once); 2: partitions of 64 (splits that
+        // start mid-page and merge).
+        auto plan =
+            plan_decode_attention(variant == 1 ? prob.context_lens : clamped(prob.context_lens, w),
+                                  16, 2, c.head_dim, 132, variant == 2 ? 64 : 0, k);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
+        ASSERT_TRUE(ws.ok());
+        prob.dout.poison();
+        FOLIO_ASSERT_OK(decode_attention(prob.params(), *plan, ws->data(), nullptr));
+        FOLIO_ASSERT_OK(synchronize());
+        EXPECT_LT(prob.error(), testing::attention_tol(prob.dt))
+            << (k == DecodeKernel::kTc ? "tc" : "v2") << " window " << w << " plan " << variant
+            << ": " << plan->partition_size << " x " << plan->max_partitions;
+      }
     }
   }
   // The window's result is not the whole context's.
@@ -101,18 +106,18 @@ INSTANTIATE_TEST_SUITE_P(Caches, SlidingWindowTest,
                                   (i.param.kv == KvCacheDtype::kFp8E4m3 ? "_fp8" : "");
                          });
 
-TEST(SlidingWindowPlan, DecodeRefusesAWindowOnAnotherKernel) {
+TEST(SlidingWindowPlan, DecodeRefusesAWindowOnKernelV1) {
   FOLIO_REQUIRE_GPU();
   std::mt19937 rng(3);
   AttentionProblem prob(DType::kBF16, 32, 8, 128, 16, {{300, 1}, {40, 1}}, rng);
   prob.set_sliding_window(64);
-  auto plan = plan_decode_attention(prob.context_lens, 32, 8, 128, 132, 0, DecodeKernel::kTc);
+  auto plan = plan_decode_attention(prob.context_lens, 32, 8, 128, 132, 0, DecodeKernel::kV1);
   ASSERT_TRUE(plan.ok());
   auto ws = DeviceBuffer::allocate(plan->workspace_bytes);
   ASSERT_TRUE(ws.ok());
   const Status st = decode_attention(prob.params(), *plan, ws->data(), nullptr);
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("sliding window runs on a kernel v2 plan"), std::string::npos)
+  EXPECT_NE(st.message().find("sliding window runs on a kernel v2 or tc plan"), std::string::npos)
       << st.message();
 }
 

@@ -37,7 +37,7 @@ struct PagedAttentionParams {
   int block_size = 0;             // any >= 1; 1 is token mode
   float scale = 0.f;              // usually 1 / sqrt(head_dim)
   // > 0: the query at position p attends to keys (p - sliding_window, p] only (Mistral-7B-v0.1,
-  // Qwen2/3 with use_sliding_window). Decode runs it on kernel v2 (an fp8 cache's v2 too),
+  // Qwen2/3 with use_sliding_window). Decode runs it on kernels v2 and tc (v1 refuses it),
   // prefill on v2 whatever the plan says (prefill_attention.h).
   int sliding_window = 0;
   const void* q = nullptr;        // [num_tokens, num_heads, head_dim]

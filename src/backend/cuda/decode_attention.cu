@@ -291,9 +291,10 @@ Status decode_attention(const PagedAttentionParams& p, const DecodePlan& plan, v
     return invalid_argument("decode_attention: head_chunk must be 0, 1, 2, 4 or 8");
   if (plan.step_split && plan.kernel != DecodeKernel::kTc)
     return invalid_argument("decode_attention: step_split needs kernel tc");
-  // tc reads whole pages from a partition's start; v2 starts at any token (the window's).
-  if (p.sliding_window < 0 || (p.sliding_window > 0 && plan.kernel != DecodeKernel::kV2))
-    return invalid_argument("decode_attention: a sliding window runs on a kernel v2 plan");
+  // v2 and tc split [context - window, context) at token granularity (window_start) and look
+  // every token's slot up in the table; v1 attends from position 0.
+  if (p.sliding_window < 0 || (p.sliding_window > 0 && plan.kernel == DecodeKernel::kV1))
+    return invalid_argument("decode_attention: a sliding window runs on a kernel v2 or tc plan");
   if (plan.tc_ring_stages != -1 && plan.tc_ring_stages != 0 &&
       (plan.tc_ring_stages < 2 || plan.tc_ring_stages > 4))
     return invalid_argument("decode_attention: tc_ring_stages must be -1, 0, 2, 3 or 4");
